@@ -1,0 +1,135 @@
+"""Read YAML and JSON input documents strictly, with one-line errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from brigade.errors import InputError
+
+try:  # the C loader is several times faster on large manifests
+    _BaseLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - libyaml missing
+    _BaseLoader = yaml.SafeLoader
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """SafeLoader that refuses duplicate keys and keeps dates as strings."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    result: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value", key_node.start_mark
+            ) from None
+        if key in result:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# Dates and times stay strings: a manifest is JSON-shaped data.
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_text(text: str, *, json_only: bool, label: str) -> Any:
+    """Parse a document's text; raise InputError naming `label` on any problem."""
+    try:
+        if json_only:
+            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader subclass
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{label}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"{label}: {where}{problem}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{label}: invalid YAML: {_one_line(str(exc))}") from None
+    except RecursionError:
+        raise InputError(f"{label}: the document is nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"{label}: {_one_line(str(exc))}") from None
+
+
+def read_document(path: Path, label: str | None = None) -> Any:
+    """Read a YAML or JSON file (JSON when the name ends in .json)."""
+    label = label or str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{label}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{label}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{label}: cannot read: {exc.strerror}") from None
+    text = decode_utf8(data, label)
+    doc = parse_text(text, json_only=path.suffix.lower() == ".json", label=label)
+    check_json_shaped(doc, label)
+    return doc
+
+
+def decode_utf8(data: bytes, label: str) -> str:
+    """Decode UTF-8 (a leading BOM is allowed) or raise InputError."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{label}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
+def check_json_shaped(doc: Any, label: str) -> None:
+    """Refuse values JSON cannot carry (non-string keys, NaN, binary, sets)."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    where = path or "(top level)"
+                    raise InputError(f"{label}: {where}: key {key!r} must be a string")
+                stack.append((item, f"{path}.{key}" if path else key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                stack.append((item, f"{path}[{index}]"))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"{label}: {path or '(top level)'}: {value} is not a JSON number")
+        elif value is not None and not isinstance(value, (str, int, float, bool)):
+            raise InputError(
+                f"{label}: {path or '(top level)'}: a {type(value).__name__} value is not allowed"
+            )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

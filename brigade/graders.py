@@ -1,0 +1,398 @@
+"""Graders: score a cell's stored output, one grader_result.v1 per grader.
+
+A grader that cannot run (unknown type, missing or mistyped field, bad
+pattern, unreadable file, a path escaping its root) reports `grader_error`
+with a null score: a fault of the apparatus is never a zero.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+GRADER_RESULT_SCHEMA = "brigade.grader_result.v1"
+
+
+class GraderFault(Exception):
+    """The grader could not run; the message becomes the result's detail."""
+
+
+class WorkspaceView(Protocol):
+    """Files of the workspace as the seat left them (live folder or recorded snapshot)."""
+
+    def read_bytes(self, relative: str) -> bytes | None:
+        """Contents of a workspace-relative file, None when absent."""
+        ...
+
+    def exists(self, relative: str) -> bool:
+        """Whether a workspace-relative path exists."""
+        ...
+
+
+@dataclass(frozen=True)
+class GradeContext:
+    """What graders may look at: the stored output and where relative paths point."""
+
+    cell_id: str
+    final_text: str
+    output_digest: str | None
+    output_ref: str
+    exit_code: int | None
+    manifest_dir: Path
+    workspace: WorkspaceView | None
+    changed_files: tuple[str, ...] | None
+
+
+Outcome = tuple[bool, str, list[dict[str, Any]]]  # passed, detail, component checks
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a grader spec."""
+
+    types: tuple[type, ...]
+    required: bool = False
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class GraderType:
+    """A grader kind: its fields and how it scores."""
+
+    version: str
+    fields: Mapping[str, Field]
+    grade: Callable[[Mapping[str, Any], GradeContext], Outcome]
+    check: Callable[[Mapping[str, Any]], None] | None = None
+
+
+COMMON_FIELDS = {"type", "name", "description"}
+
+
+def relative_path(value: str, what: str) -> str:
+    """A workspace- or manifest-relative path; absolute or `..` paths are a GraderFault."""
+    path = Path(value)
+    if not value or path.is_absolute() or ".." in path.parts:
+        raise GraderFault(f"{what} {value!r} must be a relative path inside its folder")
+    return value
+
+
+def contained_file(root: Path, relative: str, what: str) -> Path:
+    """`root/relative`, refusing paths (or symlinks) that lead outside root."""
+    relative_path(relative, what)
+    base = root.resolve()
+    target = (base / relative).resolve()
+    if base != target and base not in target.parents:
+        raise GraderFault(f"{what} {relative!r} leads outside its folder")
+    return target
+
+
+def strip_trailing_newlines(text: str) -> str:
+    """Text without trailing newlines (\\n or \\r\\n)."""
+    return text.rstrip("\r\n")
+
+
+def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise GraderFault(f"bad regular expression {pattern!r}: {exc}") from None
+
+
+# --- grader kinds -----------------------------------------------------------
+
+
+def _exit_status(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    expected = spec["expected"]
+    passed = ctx.exit_code == expected
+    return passed, f"exit status {ctx.exit_code}, expected {expected}", []
+
+
+def _exact_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    expected = strip_trailing_newlines(spec["expected"])
+    actual = strip_trailing_newlines(ctx.final_text)
+    if actual == expected:
+        return True, "output equals the expected text", []
+    return (
+        False,
+        f"output differs from the expected text ({_first_difference(actual, expected)})",
+        [],
+    )
+
+
+def _regex_flags(spec: Mapping[str, Any]) -> int:
+    return re.MULTILINE | (re.IGNORECASE if spec["ignore_case"] else 0)
+
+
+def _check_regex(spec: Mapping[str, Any]) -> None:
+    _compile(spec["pattern"], _regex_flags(spec))
+
+
+def _regex_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    pattern = _compile(spec["pattern"], _regex_flags(spec))
+    found = pattern.search(ctx.final_text) is not None
+    if spec["negate"]:
+        return (not found), ("pattern absent, as required" if not found else "pattern found"), []
+    return found, ("pattern found" if found else "pattern not found in the output"), []
+
+
+_MISSING = object()
+
+
+def _json_field(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    try:
+        document = json.loads(ctx.final_text)
+    except ValueError as exc:
+        return False, f"output is not JSON ({exc})", []
+    value: Any = document
+    for part in spec["path"].split("."):
+        if isinstance(value, dict):
+            value = value.get(part, _MISSING)
+        elif isinstance(value, list) and part.lstrip("-").isdigit():
+            index = int(part)
+            value = value[index] if -len(value) <= index < len(value) else _MISSING
+        else:
+            value = _MISSING
+        if value is _MISSING:
+            return False, f"{spec['path']} is absent from the output", []
+    expected = spec["expected"]
+    # JSON true is not 1: compare types as well as values
+    passed = value == expected and type(value) is type(expected)
+    shown = json.dumps(value, ensure_ascii=False)[:200]
+    return passed, f"{spec['path']} = {shown}, expected {json.dumps(expected)[:200]}", []
+
+
+def _check_json_path(spec: Mapping[str, Any]) -> None:
+    if not spec["path"] or any(not part for part in spec["path"].split(".")):
+        raise GraderFault(f"path {spec['path']!r} must be dotted keys like 'result.status'")
+
+
+def _need_workspace(ctx: GradeContext) -> WorkspaceView:
+    if ctx.workspace is None:
+        raise GraderFault("no workspace was recorded for this run")
+    return ctx.workspace
+
+
+def _file_exists(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    relative = relative_path(spec["path"], "path")
+    present = _need_workspace(ctx).exists(relative)
+    return present, f"{relative} {'exists' if present else 'does not exist'}", []
+
+
+def _expected_file(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    target = contained_file(ctx.manifest_dir, spec["path"], "path")
+    try:
+        expected = target.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+        raise GraderFault(f"cannot read expected file {spec['path']!r}: {reason}") from None
+    expected = strip_trailing_newlines(expected.replace("\r\n", "\n"))
+    actual = strip_trailing_newlines(ctx.final_text)
+    if actual == expected:
+        return True, f"output equals {spec['path']}", []
+    return False, f"output differs from {spec['path']} ({_first_difference(actual, expected)})", []
+
+
+def _check_patterns(spec: Mapping[str, Any]) -> None:
+    for key in ("allowed", "forbidden"):
+        for item in spec[key]:
+            if not isinstance(item, str):
+                raise GraderFault(f"{key} must be a list of regular expressions")
+            _compile(item)
+
+
+def _diff_constraints(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    if ctx.changed_files is None:
+        raise GraderFault(
+            "no changed-file list was recorded for this run "
+            "(diff_constraints needs execution.mode: writable-worktree)"
+        )
+    allowed = [_compile(p) for p in spec["allowed"]]
+    forbidden = [_compile(p) for p in spec["forbidden"]]
+    checks: list[dict[str, Any]] = []
+    for path in ctx.changed_files:
+        bad = next((p.pattern for p in forbidden if p.search(path)), None)
+        if bad is not None:
+            checks.append({"name": path, "passed": False, "detail": f"matches forbidden {bad!r}"})
+        elif allowed and not any(p.search(path) for p in allowed):
+            checks.append({"name": path, "passed": False, "detail": "matches no allowed pattern"})
+        else:
+            checks.append({"name": path, "passed": True})
+    limit = spec["max_files"]
+    if limit is not None:
+        within = len(ctx.changed_files) <= limit
+        checks.append(
+            {
+                "name": "max_files",
+                "passed": within,
+                "detail": f"{len(ctx.changed_files)} changed, at most {limit} allowed",
+            }
+        )
+    failed = [c["name"] for c in checks if not c["passed"]]
+    if failed:
+        return False, f"{len(failed)} constraint(s) violated: {', '.join(failed[:5])}", checks
+    return True, f"{len(ctx.changed_files)} changed file(s) within constraints", checks
+
+
+def _verify_receipt(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    relative = relative_path(spec["path"], "path")
+    data = _need_workspace(ctx).read_bytes(relative)
+    if data is None:
+        return False, f"{relative} was not written", []
+    try:
+        receipt = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False, f"{relative} is not valid JSON", []
+    status = receipt.get("status") if isinstance(receipt, dict) else None
+    expected = spec["expected_status"]
+    return status == expected, f"{relative} status is {status!r}, expected {expected!r}", []
+
+
+def _first_difference(actual: str, expected: str) -> str:
+    for index, (a, b) in enumerate(zip(actual, expected, strict=False)):
+        if a != b:
+            return f"first difference at character {index}"
+    return f"lengths {len(actual)} and {len(expected)}"
+
+
+_STR = (str,)
+_INT = (int,)
+_JSON = (str, int, float, bool, list, dict, type(None))
+
+GRADERS: dict[str, GraderType] = {
+    "exit_status": GraderType("1", {"expected": Field(_INT, default=0)}, _exit_status),
+    "exact_output": GraderType("1", {"expected": Field(_STR, required=True)}, _exact_output),
+    "regex_output": GraderType(
+        "1",
+        {
+            "pattern": Field(_STR, required=True),
+            "ignore_case": Field((bool,), default=False),
+            "negate": Field((bool,), default=False),
+        },
+        _regex_output,
+        _check_regex,
+    ),
+    "json_field": GraderType(
+        "1",
+        {"path": Field(_STR, required=True), "expected": Field(_JSON, required=True)},
+        _json_field,
+        _check_json_path,
+    ),
+    "file_exists": GraderType("1", {"path": Field(_STR, required=True)}, _file_exists),
+    "expected_file": GraderType("1", {"path": Field(_STR, required=True)}, _expected_file),
+    "diff_constraints": GraderType(
+        "1",
+        {
+            "allowed": Field((list,), default=()),
+            "forbidden": Field((list,), default=()),
+            "max_files": Field(_INT),
+        },
+        _diff_constraints,
+        _check_patterns,
+    ),
+    "verify_receipt": GraderType(
+        "1",
+        {"path": Field(_STR, required=True), "expected_status": Field(_STR, default="completed")},
+        _verify_receipt,
+    ),
+}
+
+
+def normalized_spec(raw: Mapping[str, Any]) -> tuple[GraderType, dict[str, Any]]:
+    """The grader kind and its fields with defaults; GraderFault on a bad spec."""
+    kind = raw.get("type")
+    grader = GRADERS.get(kind) if isinstance(kind, str) else None
+    if grader is None:
+        raise GraderFault(f"unknown grader type {kind!r} (known: {', '.join(sorted(GRADERS))})")
+    unknown = sorted(set(raw) - set(grader.fields) - COMMON_FIELDS)
+    if unknown:
+        raise GraderFault(f"unknown field {unknown[0]!r} for {kind} graders")
+    spec: dict[str, Any] = {}
+    for name, field in grader.fields.items():
+        if name not in raw:
+            if field.required:
+                raise GraderFault(f"{kind} graders need a {name!r} field")
+            spec[name] = field.default
+            continue
+        value = raw[name]
+        # bool is an int in Python; a grader asking for an int never wants True
+        if not isinstance(value, field.types) or (
+            isinstance(value, bool) and bool not in field.types and field.types != _JSON
+        ):
+            wanted = " or ".join(t.__name__ for t in field.types)
+            raise GraderFault(f"field {name!r} must be {wanted}, got {type(value).__name__}")
+        spec[name] = value
+    if grader.check is not None:
+        grader.check(spec)
+    return grader, spec
+
+
+def spec_problem(raw: Mapping[str, Any]) -> str | None:
+    """Why this grader spec would record grader_error, or None when it looks runnable."""
+    try:
+        normalized_spec(raw)
+    except GraderFault as fault:
+        return str(fault)
+    return None
+
+
+def run_graders(specs: Sequence[Mapping[str, Any]], ctx: GradeContext) -> list[dict[str, Any]]:
+    """grader_result.v1 for every spec, in order. Never raises for a grader's fault."""
+    return [grade_one(index, raw, ctx) for index, raw in enumerate(specs)]
+
+
+def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str, Any]:
+    """Run one grader and build its grader_result.v1."""
+    start = time.perf_counter()
+    kind = raw.get("type") if isinstance(raw.get("type"), str) else "unknown"
+    version = GRADERS[kind].version if kind in GRADERS else "0"
+    try:
+        grader, spec = normalized_spec(raw)
+        passed, detail, checks = grader.grade(spec, ctx)
+        status, score = "scored", (1.0 if passed else 0.0)
+    except GraderFault as fault:
+        status, score, detail, checks = "grader_error", None, str(fault), []
+    except Exception as exc:  # a bug in a grader is still a grader fault, not a zero
+        status, score, checks = "grader_error", None, []
+        detail = f"grader crashed: {type(exc).__name__}: {exc}"
+    return {
+        "schema": GRADER_RESULT_SCHEMA,
+        "grader_id": f"{kind}:{index}",
+        "grader_type": kind,
+        "version": version,
+        "status": status,
+        "score": score,
+        "score_min": 0,
+        "score_max": 1,
+        "detail": detail,
+        "component_checks": checks,
+        "duration_seconds": round(time.perf_counter() - start, 6),
+        "cell_id": ctx.cell_id,
+        "output_digest": ctx.output_digest,
+        "output_refs": [ctx.output_ref],
+    }
+
+
+class LiveWorkspace:
+    """A workspace folder on disk, as graders see it; paths may not leave it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _target(self, relative: str) -> Path:
+        return contained_file(self.root, relative, "path")
+
+    def exists(self, relative: str) -> bool:
+        """Whether the path exists inside the workspace."""
+        return self._target(relative).exists()
+
+    def read_bytes(self, relative: str) -> bytes | None:
+        """File contents, or None when the file is absent or unreadable."""
+        try:
+            return self._target(relative).read_bytes()
+        except OSError:
+            return None

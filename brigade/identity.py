@@ -1,0 +1,85 @@
+"""Cell identity: canonical JSON and sha256 digests, exactly as the frozen contract says.
+
+Changing what enters `identity_payload` changes every cell_id ever recorded: it
+needs a new CELL_SCHEMA tag and a migration note (seeds/cell-identity-and-resume.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+CELL_SCHEMA = "brigade.eval_cell.v1"
+
+IDENTITY_KEYS = ("schema", "case", "seat", "trial", "graders", "execution_mode")
+SEAT_KEYS = (
+    "seat",
+    "cli",
+    "model",
+    "reasoning",
+    "transport",
+    "transport_version",
+    "env",
+    "codex_transport",
+)
+
+
+def normalize_prompt(text: str) -> str:
+    """Line endings become `\\n` so checkouts with CRLF hash the same."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 text (not \\u escapes)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex sha256 of bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest(data: bytes) -> str:
+    """`sha256:<hex>` of bytes: the form used for output and manifest digests."""
+    return "sha256:" + sha256_hex(data)
+
+
+def text_digest(text: str) -> str:
+    """`sha256:<hex>` of a string's UTF-8 bytes."""
+    return digest(text.encode("utf-8"))
+
+
+def identity_payload(
+    *,
+    case_id: str,
+    prompt: str,
+    seat: dict[str, Any],
+    trial: int,
+    graders: list[dict[str, Any]],
+    execution_mode: str,
+) -> dict[str, Any]:
+    """The exact payload hashed into cell_id. `seat` must carry every SEAT_KEYS field."""
+    return {
+        "schema": CELL_SCHEMA,
+        "case": {"id": case_id, "prompt": normalize_prompt(prompt)},
+        "seat": {key: seat[key] for key in SEAT_KEYS},
+        "trial": trial,
+        "graders": graders,
+        "execution_mode": execution_mode,
+    }
+
+
+def cell_id(payload: dict[str, Any]) -> str:
+    """sha256 hex of the canonical identity payload."""
+    return sha256_hex(canonical_json(payload).encode("utf-8"))
+
+
+def run_key(payload: dict[str, Any]) -> str:
+    """Identity of the seat run alone: the payload without graders.
+
+    Two cells with the same run key differ only in their graders, so one's seat
+    output can be graded for the other without running the agent again.
+    """
+    without_graders = {k: v for k, v in payload.items() if k != "graders"}
+    return sha256_hex(canonical_json(without_graders).encode("utf-8"))

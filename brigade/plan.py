@@ -1,0 +1,199 @@
+"""The plan: every (case, seat, trial) cell of a manifest with its content-hashed id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from brigade.errors import InputError
+from brigade.identity import cell_id as hash_cell
+from brigade.identity import identity_payload, run_key
+from brigade.manifest import Manifest
+from brigade.roster import Roster, SeatSpec
+
+PLAN_SCHEMA = "brigade.eval_plan.v1"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the plan."""
+
+    cell_id: str
+    coordinate: str
+    case_id: str
+    prompt: str
+    seat: SeatSpec
+    trial: int
+    graders: tuple[dict[str, Any], ...]
+    execution_mode: str
+    run_key: str
+
+    def document(self) -> dict[str, Any]:
+        """The cell as it appears in plan.json (and at the head of its receipt)."""
+        return {
+            "cell_id": self.cell_id,
+            "coordinate": self.coordinate,
+            "case_id": self.case_id,
+            "case": {"id": self.case_id, "prompt": self.prompt},
+            "prompt": self.prompt,
+            "seat": self.seat.identity(),
+            "trial": self.trial,
+            "graders": list(self.graders),
+            "execution_mode": self.execution_mode,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """All cells of one manifest generation, plus the cells it made stale."""
+
+    name: str
+    manifest_digest: str
+    cells: tuple[Cell, ...]
+    stale_cells: tuple[dict[str, str], ...]
+    context: dict[str, str] | None = None  # manifest, roster, workspace (absolute paths)
+
+    def document(self) -> dict[str, Any]:
+        """plan.json content."""
+        doc: dict[str, Any] = {
+            "schema": PLAN_SCHEMA,
+            "name": self.name,
+            "manifest_digest": self.manifest_digest,
+            "cells": [cell.document() for cell in self.cells],
+            "stale_cells": list(self.stale_cells),
+        }
+        if self.context is not None:
+            doc["context"] = dict(self.context)
+        return doc
+
+
+def coordinate(case_id: str, seat: str, trial: int) -> str:
+    """`<case_id>:<seat>:<trial>`: the human-stable axis (not part of the identity)."""
+    return f"{case_id}:{seat}:{trial}"
+
+
+def expand(manifest: Manifest, roster: Roster, roster_label: str) -> list[Cell]:
+    """Every cell of the manifest, case-major then seat then trial."""
+    seats: list[SeatSpec] = []
+    for index, name in enumerate(manifest.seats):
+        if name not in roster.seats:
+            known = ", ".join(sorted(roster.seats))
+            raise InputError(
+                f"{manifest.path}: seats[{index}]: seat {name!r} is not defined in "
+                f"{roster_label} (it defines: {known})"
+            )
+        seats.append(roster.seats[name])
+    cells: list[Cell] = []
+    for case in manifest.cases:
+        graders = list(case.graders)
+        for seat in seats:
+            seat_identity = seat.identity()
+            for trial in range(1, case.trials + 1):
+                payload = identity_payload(
+                    case_id=case.id,
+                    prompt=case.prompt,
+                    seat=seat_identity,
+                    trial=trial,
+                    graders=graders,
+                    execution_mode=manifest.execution_mode,
+                )
+                cells.append(
+                    Cell(
+                        cell_id=hash_cell(payload),
+                        coordinate=coordinate(case.id, seat.name, trial),
+                        case_id=case.id,
+                        prompt=case.prompt,
+                        seat=seat,
+                        trial=trial,
+                        graders=case.graders,
+                        execution_mode=manifest.execution_mode,
+                        run_key=run_key(payload),
+                    )
+                )
+    return cells
+
+
+def stale_cells(cells: list[Cell], previous: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Cells whose coordinate had another cell_id in the previous plan generation.
+
+    Re-running the same plan keeps the stale list of its generation, so a no-op
+    resume does not forget what the last manifest edit made stale.
+    """
+    if not previous:
+        return []
+    try:
+        previous_ids = {c["coordinate"]: c["cell_id"] for c in previous["cells"]}
+        carried = [dict(entry) for entry in previous.get("stale_cells", [])]
+    except (KeyError, TypeError):
+        return []
+    current = {cell.coordinate: cell.cell_id for cell in cells}
+    if previous_ids == current:
+        return carried
+    return [
+        {"coordinate": coord, "previous_cell_id": previous_ids[coord], "cell_id": cid}
+        for coord, cid in current.items()
+        if coord in previous_ids and previous_ids[coord] != cid
+    ]
+
+
+def build_plan(
+    manifest: Manifest,
+    roster: Roster,
+    roster_label: str,
+    previous: dict[str, Any] | None,
+    context: dict[str, str] | None = None,
+) -> Plan:
+    """Expand the manifest and compute stale cells against the previous plan.json."""
+    cells = expand(manifest, roster, roster_label)
+    return Plan(
+        name=manifest.name,
+        manifest_digest=manifest.digest,
+        cells=tuple(cells),
+        stale_cells=tuple(stale_cells(cells, previous)),
+        context=context,
+    )
+
+
+def plan_from_document(doc: dict[str, Any]) -> Plan:
+    """Rebuild a Plan from plan.json (for commands that only get an output directory)."""
+    cells = []
+    for raw in doc["cells"]:
+        seat_doc = raw["seat"]
+        seat = SeatSpec(
+            name=seat_doc["seat"],
+            cli=seat_doc["cli"],
+            model=seat_doc["model"],
+            reasoning=seat_doc["reasoning"],
+            transport=seat_doc["transport"],
+            transport_version=seat_doc["transport_version"],
+            env=dict(seat_doc["env"] or {}),
+            codex_transport=seat_doc["codex_transport"],
+        )
+        payload = identity_payload(
+            case_id=raw["case_id"],
+            prompt=raw["prompt"],
+            seat=seat_doc,
+            trial=raw["trial"],
+            graders=raw["graders"],
+            execution_mode=raw["execution_mode"],
+        )
+        cells.append(
+            Cell(
+                cell_id=raw["cell_id"],
+                coordinate=raw["coordinate"],
+                case_id=raw["case_id"],
+                prompt=raw["prompt"],
+                seat=seat,
+                trial=raw["trial"],
+                graders=tuple(raw["graders"]),
+                execution_mode=raw["execution_mode"],
+                run_key=run_key(payload),
+            )
+        )
+    return Plan(
+        name=doc["name"],
+        manifest_digest=doc["manifest_digest"],
+        cells=tuple(cells),
+        stale_cells=tuple(doc.get("stale_cells", [])),
+        context=doc.get("context"),
+    )

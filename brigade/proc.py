@@ -1,0 +1,205 @@
+"""The one place that spawns processes: run a command in its own process group.
+
+`run` never decides pass or fail. A missing executable is a result
+(`launched=False`), not an exception; `outcome` classifies what happened.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+TERM_GRACE_SECONDS = 3.0
+
+_live_lock = threading.Lock()
+_live_groups: set[int] = set()
+# set when brigade itself is being stopped: seats killed then are not results
+stopping = threading.Event()
+
+
+class Interrupted(Exception):
+    """The run was stopped (SIGTERM / Ctrl-C) while a seat was running."""
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """What happened to one process run."""
+
+    launched: bool
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    launch_error: str | None
+    started_at: str
+    finished_at: str
+    duration_seconds: float
+    executable: str | None
+
+
+def utc_now() -> str:
+    """Current UTC time as an ISO 8601 string with a Z suffix."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def resolve_executable(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Absolute path of the program that would run, or None when there is none."""
+    if os.sep in program:
+        candidate = (cwd / program) if not os.path.isabs(program) else Path(program)
+        return str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None
+    return shutil.which(program, path=env.get("PATH", os.defpath))
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin_text: str | None,
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    grace: float = TERM_GRACE_SECONDS,
+) -> ProcResult:
+    """Run argv in a new session; stdout/stderr go straight to files (kept on timeout).
+
+    On timeout the whole process group gets SIGTERM, then SIGKILL after `grace`.
+    Leftover members of the group (background children) are killed when the
+    leader exits, so no agent process outlives its cell.
+    """
+    started_at = utc_now()
+    start = time.monotonic()
+    executable = resolve_executable(argv[0], cwd, env) if argv else None
+    with (
+        open(stdout_path, "wb") as out,
+        open(stderr_path, "wb") as err,
+        tempfile.TemporaryFile() as stdin_file,
+    ):
+        if stdin_text is not None:
+            stdin_file.write(stdin_text.encode("utf-8"))
+            stdin_file.seek(0)
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=stdin_file if stdin_text is not None else subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            name = argv[0] if argv else "(empty command)"
+            err.write(f"brigade: cannot launch {name}: {reason}\n".encode())
+            return ProcResult(
+                launched=False,
+                exit_code=None,
+                signal=None,
+                timed_out=False,
+                launch_error=f"cannot launch {name}: {reason}",
+                started_at=started_at,
+                finished_at=utc_now(),
+                duration_seconds=round(time.monotonic() - start, 6),
+                executable=executable,
+            )
+        with _live_lock:
+            _live_groups.add(proc.pid)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        finally:
+            _signal_group(proc.pid, signal.SIGKILL)
+            with _live_lock:
+                _live_groups.discard(proc.pid)
+    if stopping.is_set():
+        raise Interrupted(f"stopped while running {argv[0]}")
+    code = proc.returncode
+    return ProcResult(
+        launched=True,
+        exit_code=code,
+        signal=-code if code is not None and code < 0 else None,
+        timed_out=timed_out,
+        launch_error=None,
+        started_at=started_at,
+        finished_at=utc_now(),
+        duration_seconds=round(time.monotonic() - start, 6),
+        executable=executable,
+    )
+
+
+def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
+    """Stop every process group still running (on SIGTERM or Ctrl-C of brigade)."""
+    stopping.set()
+    with _live_lock:
+        groups = list(_live_groups)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while groups and time.monotonic() < deadline:
+        groups = [g for g in groups if _group_alive(g)]
+        if groups:
+            time.sleep(0.05)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def capture_bytes(
+    argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 10.0
+) -> tuple[int | None, bytes, str]:
+    """Run a short helper command (git, `--version`): (code, stdout bytes, stderr text).
+
+    A missing program or a timeout gives code None instead of raising.
+    """
+    try:
+        done = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            start_new_session=True,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, b"", str(exc)
+    return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")
+
+
+def capture(
+    argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 10.0
+) -> tuple[int | None, str, str]:
+    """Like capture_bytes, with stdout decoded as UTF-8."""
+    code, out, err = capture_bytes(argv, cwd=cwd, timeout=timeout)
+    return code, out.decode("utf-8", "replace"), err

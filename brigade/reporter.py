@@ -1,0 +1,192 @@
+"""The doit reporter: takes the run lock, shows progress, and sets the process exit code.
+
+It runs in doit's main process for every parallel mode, so it is where the
+0/1/3 bucket of the whole current plan becomes `doit`'s own exit code.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from brigade import lock, proc, store
+from brigade.errors import BrigadeError
+from brigade.outcome import EXIT_MEASUREMENT, EXIT_UNUSABLE, exit_bucket
+from brigade.plan import Plan
+
+# a task refused for bad input or tampering carries this prefix in its message
+REFUSED = "brigade-refused: "
+
+
+@dataclass
+class RunInfo:
+    """What the reporter needs to know about the session (and hands back to the CLI)."""
+
+    out: Path
+    plan: Plan
+    cell_tasks: dict[str, str]  # doit task name -> cell_id
+    loaded_states: dict[str, str | None]  # cell_id -> state recorded at load time
+    wait: bool
+    notes: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    summary: dict[str, Any] | None = None
+
+
+def plan_bucket(out: Path, plan: Plan) -> int:
+    """The exit bucket of the whole current plan as recorded on disk."""
+    pairs = []
+    for cell in plan.cells:
+        receipt = store.read_receipt(out, cell.cell_id).receipt
+        pairs.append((receipt["state"], receipt.get("failure_reason")) if receipt else (None, None))
+    return exit_bucket(pairs)
+
+
+def make_reporter(info: RunInfo) -> type:
+    """A reporter class bound to one session (doit instantiates it itself)."""
+
+    class BrigadeReporter:
+        desc = "brigade: progress on a terminal, exit code from the recorded results"
+
+        def __init__(self, outstream: IO[str], options: dict[str, Any]) -> None:
+            self.err = sys.stderr
+            self.tty = self.err.isatty()
+            self.done: Counter[str] = Counter()
+            self.finished = 0
+            self.refused: list[str] = []
+            self.errors: list[str] = []
+            self.interrupted: int | None = None
+            self.summary_ran = False
+            self.locked = False
+
+        # -- doit reporter protocol --------------------------------------------
+
+        def initialize(self, tasks: dict[str, Any], selected_tasks: list[str]) -> None:
+            try:
+                lock.acquire(info.out, wait=info.wait)
+            except BrigadeError as exc:
+                self.refused.append(str(exc))
+                raise SystemExit(EXIT_UNUSABLE) from None
+            self.locked = True
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, self._on_signal)
+            for note in info.notes:
+                self.err.write(f"brigade: {note}\n")
+            self._progress()
+
+        def get_status(self, task: Any) -> None:
+            pass
+
+        def execute_task(self, task: Any) -> None:
+            pass
+
+        def add_success(self, task: Any) -> None:
+            cell_id = info.cell_tasks.get(task.name)
+            if cell_id is not None:
+                self._count(store.read_receipt(info.out, cell_id).state)
+            elif task.name == "summary":
+                self.summary_ran = True
+
+        def skip_uptodate(self, task: Any) -> None:
+            cell_id = info.cell_tasks.get(task.name)
+            if cell_id is not None:
+                self._count(info.loaded_states.get(cell_id))
+
+        def skip_ignore(self, task: Any) -> None:
+            pass
+
+        def add_failure(self, task: Any, fail: Any) -> None:
+            if self.interrupted is not None:
+                return
+            message = str(getattr(fail, "message", fail))
+            if message.startswith(REFUSED):
+                self.refused.append(message[len(REFUSED) :])
+            elif type(fail).__name__ == "UnmetDependency":
+                return
+            else:
+                text = fail.get_msg() if hasattr(fail, "get_msg") else message
+                self.errors.append(f"task {task.name} failed: {text.strip()}")
+            cell_id = info.cell_tasks.get(task.name)
+            if cell_id is not None:
+                self._count("failed")
+
+        def cleanup_error(self, exception: Any) -> None:
+            self.errors.append(str(exception.get_msg()).strip())
+
+        def runtime_error(self, msg: str) -> None:
+            self.errors.append(msg)
+
+        def teardown_task(self, task: Any) -> None:
+            pass
+
+        def complete_run(self) -> None:
+            self._clear_progress()
+            code = self._exit_code()
+            info.exit_code = code
+            if self.locked:
+                lock.release(info.out)
+            raise SystemExit(code)
+
+        # -- helpers -------------------------------------------------------------
+
+        def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+            self.interrupted = signum
+            proc.terminate_all()
+            raise KeyboardInterrupt
+
+        def _count(self, state: str | None) -> None:
+            self.finished += 1
+            self.done[state or "missing"] += 1
+            self._progress()
+
+        def _progress(self) -> None:
+            if not self.tty:
+                return
+            total = len(info.cell_tasks)
+            states = " · ".join(f"{k} {v}" for k, v in sorted(self.done.items()))
+            self.err.write(f"\r\x1b[K[{self.finished}/{total}] {states}")
+            self.err.flush()
+
+        def _clear_progress(self) -> None:
+            if self.tty:
+                self.err.write("\r\x1b[K")
+                self.err.flush()
+
+        def _exit_code(self) -> int:
+            for message in self.refused:
+                self.err.write(f"brigade: {message}\n")
+            for message in self.errors:
+                self.err.write(f"brigade: {message}\n")
+            if self.interrupted is not None:
+                self.err.write("brigade: interrupted; cells left running re-run on the next run\n")
+                return 128 + self.interrupted
+            if self.refused:
+                return EXIT_UNUSABLE
+            summary = store.read_json(info.out / store.SUMMARY_FILE) if self.summary_ran else None
+            if isinstance(summary, dict):
+                info.summary = summary
+                bucket = int(summary["exit_code"])
+                self.err.write(f"brigade: {_one_line(summary)}\n")
+            else:
+                bucket = plan_bucket(info.out, info.plan)
+            if self.errors:
+                return EXIT_MEASUREMENT
+            return bucket
+
+    return BrigadeReporter
+
+
+def _one_line(summary: dict[str, Any]) -> str:
+    counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v)
+    failures = summary["measurement_failures"]["total"]
+    extra = f"; measurement failures {failures}" if failures else ""
+    stale = sum(summary["stale_counts"].values())
+    stale_note = f"; {stale} stale" if stale else ""
+    return (
+        f"{summary['total_cells']} cells: {counts or 'none'}{extra}{stale_note} "
+        f"-> {summary['outcome']} (exit {summary['exit_code']})"
+    )

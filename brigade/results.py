@@ -1,0 +1,48 @@
+"""Read a plan's recorded results from the output directory; write summary.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from brigade import store
+from brigade.errors import InputError
+from brigade.plan import Plan
+from brigade.proc import utc_now
+from brigade.summary import SUMMARY_SCHEMA, build_summary
+
+Receipts = dict[str, dict[str, Any] | None]
+
+
+def current_receipts(out: Path, plan: Plan) -> Receipts:
+    """cell_id -> trusted receipt (None when missing or untrusted) for every planned cell."""
+    return {cell.cell_id: store.read_receipt(out, cell.cell_id).receipt for cell in plan.cells}
+
+
+def stale_receipts(out: Path, plan: Plan) -> Receipts:
+    """previous cell_id -> receipt for every stale cell of the plan."""
+    return {
+        entry["previous_cell_id"]: store.read_receipt(out, entry["previous_cell_id"]).receipt
+        for entry in plan.stale_cells
+    }
+
+
+def summarize(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
+    """The summary document of a plan as recorded on disk."""
+    receipts = receipts if receipts is not None else current_receipts(out, plan)
+    return build_summary(plan, receipts, stale_receipts(out, plan), utc_now())
+
+
+def write_summary(out: Path, plan: Plan) -> dict[str, Any]:
+    """Compute and atomically write summary.json."""
+    summary = summarize(out, plan)
+    store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA)
+    return summary
+
+
+def read_plan_document(out: Path) -> dict[str, Any]:
+    """plan.json of an output directory; InputError when there is none."""
+    doc = store.read_json(out / store.PLAN_FILE)
+    if not isinstance(doc, dict) or doc.get("schema") != "brigade.eval_plan.v1":
+        raise InputError(f"{out}: no readable plan.json here; is this a brigade output directory?")
+    return doc

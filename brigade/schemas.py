@@ -1,0 +1,187 @@
+"""Load the JSON Schemas shipped in schemas/ and validate documents against them."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from referencing import Registry, Resource
+
+from brigade.errors import InputError
+
+# schema tag -> file in schemas/
+FILES = {
+    "brigade.eval_manifest.v1": "eval_manifest.v1.json",
+    "brigade.roster.v1": "roster.v1.json",
+    "brigade.eval_plan.v1": "eval_plan.v1.json",
+    "brigade.eval_cell.v1": "eval_cell.v1.json",
+    "brigade.grader_result.v1": "grader_result.v1.json",
+    "brigade.eval_summary.v1": "eval_summary.v1.json",
+    "brigade.run.v1": "run.v1.json",
+    "brigade.worker_results.v1": "worker_results.v1.json",
+}
+
+
+class InvalidDocument(ValueError):
+    """A document brigade was about to write does not match its own schema (a bug)."""
+
+
+@cache
+def schema(tag: str) -> dict[str, Any]:
+    """The parsed schema for a document tag."""
+    text = _schema_text(FILES[tag])
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _schema_text(name: str) -> str:
+    # an installed wheel carries schemas/ as package data (brigade.schema_files);
+    # an editable install reads the top-level schemas/ of the source checkout
+    try:
+        return resources.files("brigade.schema_files").joinpath(name).read_text("utf-8")
+    except ModuleNotFoundError:
+        return (Path(__file__).resolve().parent.parent / "schemas" / name).read_text("utf-8")
+
+
+@cache
+def _registry() -> Registry:
+    # schemas refer to each other by $id (urn:brigade:schema:...)
+    resources_ = [Resource.from_contents(schema(tag)) for tag in FILES]
+    return Registry().with_resources((str(r.id()), r) for r in resources_ if r.id())
+
+
+@cache
+def validator(tag: str) -> Draft202012Validator:
+    """A cached validator for a document tag."""
+    return Draft202012Validator(schema(tag), registry=_registry())
+
+
+def check_input(doc: Any, tag: str, label: str) -> None:
+    """Validate user input; raise InputError with one line naming file and JSON path."""
+    errors = list(validator(tag).iter_errors(doc))
+    if not errors:
+        return
+    first = best_match(errors)
+    more = len(errors) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    raise InputError(f"{label}: {describe(first)}{suffix}")
+
+
+def check_output(doc: Any, tag: str) -> None:
+    """Validate a document before writing it; a mismatch is a bug in brigade."""
+    error = best_match(validator(tag).iter_errors(doc))
+    if error is not None:
+        raise InvalidDocument(f"{tag}: {describe(error)}")
+
+
+def problems(doc: Any, tag: str) -> list[str]:
+    """Every validation problem as a one-line `path: message` string."""
+    return [describe(e) for e in validator(tag).iter_errors(doc)]
+
+
+def describe(error: ValidationError) -> str:
+    """`json.path: what is wrong` for one validation error."""
+    path = list(error.absolute_path)
+    message = error.schema.get("x-message") if isinstance(error.schema, dict) else None
+    kind = error.validator
+    instance = error.instance
+    if kind == "required" and isinstance(instance, dict):
+        missing = [k for k in error.validator_value if k not in instance]
+        path.append(missing[0] if missing else "?")
+        message = message or "is required but missing"
+    elif kind == "additionalProperties" and isinstance(instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        patterns = list(error.schema.get("patternProperties", {}))
+        extra = sorted(
+            k for k in instance if k not in allowed and not any(re.search(p, k) for p in patterns)
+        )
+        if extra:
+            path.append(extra[0])
+        hint = f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
+        message = message or f"unknown key{hint}"
+    elif message is None:
+        message = _message(kind, error)
+    return f"{format_path(path)}: {message}"
+
+
+def _message(kind: str, error: ValidationError) -> str:
+    value = error.validator_value
+    instance = error.instance
+    if kind == "type":
+        wanted = value if isinstance(value, str) else " or ".join(value)
+        return f"expected {_article(wanted)}, got {_json_type(instance)}"
+    if kind == "const":
+        return f"must be {json.dumps(value)}, got {_short(instance)}"
+    if kind == "enum":
+        return f"must be one of {', '.join(json.dumps(v) for v in value)}; got {_short(instance)}"
+    if kind in ("minItems", "minProperties") and value == 1:
+        return "must not be empty"
+    if kind == "minLength" and value == 1:
+        return "must not be an empty string"
+    if kind == "minimum":
+        return f"must be at least {value}, got {_short(instance)}"
+    if kind == "exclusiveMinimum":
+        return f"must be greater than {value}, got {_short(instance)}"
+    if kind == "maximum":
+        return f"must be at most {value}, got {_short(instance)}"
+    if kind == "uniqueItems":
+        return "contains duplicate entries"
+    if kind == "pattern":
+        return f"{_short(instance)} does not match {value}"
+    return " ".join(error.message.split())
+
+
+def format_path(parts: Iterable[Any]) -> str:
+    """Render a JSON path as `cases[2].graders[0].pattern`; `(top level)` when empty."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z0-9_\-]+", str(part)):
+            out += f".{part}" if out else str(part)
+        else:
+            out += f"[{json.dumps(part, ensure_ascii=False)}]"
+    return out or "(top level)"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _article(type_name: str) -> str:
+    names = {
+        "object": "a mapping",
+        "array": "a list",
+        "string": "a string",
+        "integer": "an integer",
+        "number": "a number",
+        "boolean": "a boolean",
+        "null": "null",
+    }
+    return " or ".join(names.get(t.strip(), t) for t in type_name.split(" or "))
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."

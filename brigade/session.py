@@ -1,0 +1,226 @@
+"""A session: manifest + roster + output directory, planned and scanned once at load time.
+
+Both front doors (`doit` via dodo.py and the `brigade` CLI) open a session and
+hand it to `tasks`, so they run the same tasks through the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brigade import graders, store, worktree
+from brigade.errors import InputError
+from brigade.identity import cell_id as hash_cell
+from brigade.identity import identity_payload, run_key
+from brigade.manifest import Manifest, load_manifest
+from brigade.plan import Plan, build_plan
+from brigade.resume import Action, decide, reusable_source
+from brigade.roster import Roster, load_roster
+from brigade.runner import RunContext
+
+DEFAULT_ROSTER = "roster.yaml"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for (CLI flags or doit command-line variables)."""
+
+    manifest: Path
+    roster: Path | None = None
+    out: Path | None = None
+    workspace: Path | None = None
+    retry_transient: bool = False
+    wait: bool = False
+    always: bool = False
+
+
+@dataclass
+class Session:
+    """Everything known at load time about bringing a plan up to date."""
+
+    options: Options
+    manifest: Manifest
+    roster: Roster
+    roster_label: str
+    plan: Plan
+    out: Path
+    workspace: Path
+    ctx: RunContext
+    recorded: dict[str, store.Recorded] = field(default_factory=dict)
+    actions: dict[str, Action] = field(default_factory=dict)
+    reuse: dict[str, str] = field(default_factory=dict)
+    previous_plan: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def plan_is_current(self) -> bool:
+        """Whether plan.json on disk already holds this plan."""
+        return self.previous_plan == self.plan.document()
+
+
+def roster_path(manifest_path: Path, manifest: Manifest, explicit: Path | None) -> Path:
+    """--roster, else the manifest's `roster` key, else roster.yaml beside the manifest."""
+    if explicit is not None:
+        return explicit
+    if manifest.roster is not None:
+        return manifest_path.parent / manifest.roster
+    return manifest_path.parent / DEFAULT_ROSTER
+
+
+def load_inputs(manifest_path: Path, explicit_roster: Path | None) -> tuple[Manifest, Roster, str]:
+    """Load and validate the manifest and its roster."""
+    manifest = load_manifest(manifest_path)
+    path = roster_path(manifest_path, manifest, explicit_roster)
+    label = str(path)
+    if explicit_roster is None and not path.exists():
+        how = (
+            f"its `roster` key names {manifest.roster!r}"
+            if manifest.roster
+            else (f"there is no {DEFAULT_ROSTER} beside it")
+        )
+        raise InputError(
+            f"{manifest_path}: no roster found ({how}); pass --roster (doit: roster=PATH)"
+        )
+    return manifest, load_roster(path, label), label
+
+
+def grader_warnings(manifest: Manifest) -> list[str]:
+    """One line per grader spec that will record grader_error when it runs."""
+    lines = []
+    for index, case in enumerate(manifest.cases):
+        for position, spec in enumerate(case.graders):
+            problem = graders.spec_problem(spec)
+            if problem:
+                lines.append(
+                    f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]: {problem} "
+                    "— this grader will record grader_error until fixed"
+                )
+    return lines
+
+
+def default_out(workspace: Path, name: str) -> Path:
+    """`<workspace>/.brigade/evals/<name>/`."""
+    return workspace / ".brigade" / "evals" / name
+
+
+def plan_only(options: Options) -> tuple[Plan, Path]:
+    """Load inputs and build the plan against the previous plan.json; writes nothing."""
+    manifest, roster, label = load_inputs(options.manifest, options.roster)
+    workspace = _workspace(options)
+    out = (options.out or default_out(workspace, manifest.name)).absolute()
+    previous = store.read_json(out / store.PLAN_FILE)
+    previous = previous if isinstance(previous, dict) else None
+    context = _context(options, label, workspace)
+    return build_plan(manifest, roster, label, previous, context), out
+
+
+def open_session(options: Options) -> Session:
+    """Load, plan, and scan the output directory once; decide every cell's action."""
+    manifest, roster, label = load_inputs(options.manifest, options.roster)
+    workspace = _workspace(options)
+    if manifest.execution_mode == "writable-worktree":
+        worktree.find_repo(workspace)
+    out = (options.out or default_out(workspace, manifest.name)).absolute()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: output path exists and is not a folder")
+    previous = store.read_json(out / store.PLAN_FILE)
+    previous = previous if isinstance(previous, dict) else None
+    plan = build_plan(manifest, roster, label, previous, _context(options, label, workspace))
+    ctx = RunContext(
+        out=out,
+        workspace=workspace,
+        manifest_dir=manifest.directory,
+        manifest_digest=manifest.digest,
+        retry_transient=options.retry_transient,
+    )
+    session = Session(
+        options=options,
+        manifest=manifest,
+        roster=roster,
+        roster_label=label,
+        plan=plan,
+        out=out,
+        workspace=workspace,
+        ctx=ctx,
+        previous_plan=previous,
+        warnings=grader_warnings(manifest),
+    )
+    scan(session)
+    return session
+
+
+def scan(session: Session) -> None:
+    """Read every current cell's receipt and decide what bringing it up to date needs."""
+    out, retry = session.out, session.options.retry_transient
+    needs_run = []
+    for cell in session.plan.cells:
+        recorded = store.read_receipt(out, cell.cell_id)
+        session.recorded[cell.cell_id] = recorded
+        action = decide(recorded.receipt, retry_transient=retry, reusable=False)
+        session.actions[cell.cell_id] = action
+        if action == "run":
+            needs_run.append(cell)
+    if not needs_run:
+        return
+    sources = reuse_index(out, {c.cell_id for c in session.plan.cells}, retry)
+    for cell in needs_run:
+        source = sources.get(cell.run_key)
+        if (
+            source is not None
+            and decide(session.recorded[cell.cell_id].receipt, retry_transient=retry, reusable=True)
+            == "reuse"
+        ):
+            session.reuse[cell.cell_id] = source
+            session.actions[cell.cell_id] = "reuse"
+
+
+def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str, str]:
+    """run_key -> cell_id of finished cells outside the plan whose seat run can be reused.
+
+    Only receipts whose identity fields hash to their own cell_id are trusted.
+    """
+    index: dict[str, tuple[str, str]] = {}
+    root = store.cells_root(out)
+    try:
+        names = [p.name for p in root.iterdir() if p.name not in current]
+    except OSError:
+        return {}
+    for name in names:
+        receipt = store.read_receipt(out, name).receipt
+        if not reusable_source(receipt, retry_transient=retry_transient) or receipt is None:
+            continue
+        try:
+            payload = identity_payload(
+                case_id=receipt["case"]["id"],
+                prompt=receipt["case"]["prompt"],
+                seat=receipt["seat"],
+                trial=receipt["trial"],
+                graders=receipt["grader_specs"],
+                execution_mode=receipt["execution_mode"],
+            )
+        except (KeyError, TypeError):
+            continue
+        if hash_cell(payload) != name:
+            continue
+        key = run_key(payload)
+        finished = str(receipt.get("finished_at", ""))
+        if key not in index or finished > index[key][1]:
+            index[key] = (name, finished)
+    return {key: value[0] for key, value in index.items()}
+
+
+def _context(options: Options, roster_label: str, workspace: Path) -> dict[str, str]:
+    return {
+        "manifest": str(options.manifest.absolute()),
+        "roster": str(Path(roster_label).absolute()),
+        "workspace": str(workspace),
+    }
+
+
+def _workspace(options: Options) -> Path:
+    workspace = (options.workspace or Path.cwd()).absolute()
+    if not workspace.is_dir():
+        raise InputError(f"{workspace}: workspace is not a folder (--workspace / workspace=DIR)")
+    return workspace

@@ -1,0 +1,199 @@
+"""The output directory: layout, atomic JSON writes, receipts and attempt folders.
+
+The output directory is the source of truth; doit's dependency DB is a cache.
+Every JSON document is validated against its schema, then written to a temp
+file in the same folder, fsynced and renamed, so a crash never leaves a
+truncated receipt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brigade import schemas
+from brigade.identity import CELL_SCHEMA, digest
+from brigade.outcome import STATES
+
+PLAN_FILE = "plan.json"
+SUMMARY_FILE = "summary.json"
+RECEIPT_FILE = "cell.json"
+CELLS_DIR = "cells"
+ATTEMPTS_DIR = "attempts"
+RUN_DIR = "run"
+DEP_FILE = ".doit.db"
+LOCK_FILE = ".brigade.lock"
+EXPORT_DIR = "export"
+
+_ATTEMPT = re.compile(r"^attempt-(\d+)$")
+
+
+def cells_root(out: Path) -> Path:
+    """`<out>/cells`."""
+    return out / CELLS_DIR
+
+
+def cell_dir(out: Path, cell_id: str) -> Path:
+    """`<out>/cells/<cell_id>`."""
+    return out / CELLS_DIR / cell_id
+
+
+def attempt_name(number: int) -> str:
+    """`attempt-001` style folder name."""
+    return f"attempt-{number:03d}"
+
+
+def attempt_dir(out: Path, cell_id: str, number: int) -> Path:
+    """`<out>/cells/<cell_id>/attempts/attempt-NNN`."""
+    return cell_dir(out, cell_id) / ATTEMPTS_DIR / attempt_name(number)
+
+
+def run_dir(out: Path, cell_id: str, number: int) -> Path:
+    """`.../attempt-NNN/run`: where the seat's files go."""
+    return attempt_dir(out, cell_id, number) / RUN_DIR
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write via a temp file in the same folder, fsync, rename, fsync the folder.
+
+    `durable=False` skips the fsyncs (still atomic) for files derived from others.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def dumps(doc: Any) -> bytes:
+    """Stable, readable JSON bytes for documents brigade writes."""
+    return (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+
+
+def write_json(path: Path, doc: dict[str, Any], schema_tag: str) -> None:
+    """Validate `doc` against its schema, then write it atomically."""
+    schemas.check_output(doc, schema_tag)
+    atomic_write_bytes(path, dumps(doc))
+
+
+def read_json(path: Path) -> Any | None:
+    """A JSON document, or None when it is missing, unreadable or corrupt."""
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+
+
+def file_digest(path: Path) -> str | None:
+    """`sha256:<hex>` of a file's bytes, None when it cannot be read."""
+    try:
+        return digest(path.read_bytes())
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What cell.json says about a cell, as far as it can be trusted."""
+
+    receipt: dict[str, Any] | None  # None: missing, unreadable, corrupt or not this cell's
+    attempt: int | None  # the recorded attempt number when it is a positive int
+
+    @property
+    def state(self) -> str | None:
+        """The recorded state, None when there is no trustworthy receipt."""
+        return self.receipt["state"] if self.receipt is not None else None
+
+
+def recorded_from(doc: Any, cell_id: str) -> Recorded:
+    """Interpret a parsed cell.json for `cell_id` (pure)."""
+    if not isinstance(doc, dict):
+        return Recorded(None, None)
+    attempt = doc.get("attempt")
+    attempt = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
+    attempt = attempt if attempt is not None and attempt > 0 else None
+    trusted = (
+        doc.get("schema") == CELL_SCHEMA
+        and doc.get("cell_id") == cell_id
+        and doc.get("state") in STATES
+    )
+    return Recorded(doc if trusted else None, attempt)
+
+
+def read_receipt(out: Path, cell_id: str) -> Recorded:
+    """The recorded receipt of a cell; a cell.json naming another cell is never trusted."""
+    return recorded_from(read_json(cell_dir(out, cell_id) / RECEIPT_FILE), cell_id)
+
+
+def attempt_numbers(cell_path: Path) -> list[int]:
+    """Numbers of the attempt-NNN folders of a cell (other names ignored)."""
+    try:
+        names = os.listdir(cell_path / ATTEMPTS_DIR)
+    except OSError:
+        return []
+    numbers = []
+    for name in names:
+        match = _ATTEMPT.match(name)
+        if match:
+            numbers.append(int(match.group(1)))
+    return numbers
+
+
+def new_attempt(out: Path, cell_id: str, recorded_attempt: int | None) -> int:
+    """Create the next attempt folder (with its run/) and return its number.
+
+    Next = max(attempt folders, recorded attempt) + 1; creation is exclusive,
+    so a number is never reused even if two processes race.
+    """
+    base = cell_dir(out, cell_id)
+    number = max([0, recorded_attempt or 0, *attempt_numbers(base)]) + 1
+    (base / ATTEMPTS_DIR).mkdir(parents=True, exist_ok=True)
+    while True:
+        target = base / ATTEMPTS_DIR / attempt_name(number)
+        try:
+            target.mkdir()
+        except FileExistsError:
+            number += 1
+            continue
+        (target / RUN_DIR).mkdir()
+        return number
+
+
+def write_receipt(out: Path, receipt: dict[str, Any]) -> None:
+    """Write cell.json and its copy in the attempt folder (both atomic, both validated)."""
+    schemas.check_output(receipt, CELL_SCHEMA)
+    data = dumps(receipt)
+    cell_id, number = receipt["cell_id"], receipt["attempt"]
+    atomic_write_bytes(attempt_dir(out, cell_id, number) / RECEIPT_FILE, data)
+    atomic_write_bytes(cell_dir(out, cell_id) / RECEIPT_FILE, data)

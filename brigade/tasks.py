@@ -1,0 +1,203 @@
+"""Wire a session into doit: a plan task, a task per cell, a grade task per cell, a summary task.
+
+Up-to-date is decided at load time from the output directory (the source of
+truth), never from doit's DB; every action decides again from disk when it
+runs, so a stale decision can only cost a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from doit.exceptions import TaskFailed
+
+from brigade import store
+from brigade.errors import BrigadeError
+from brigade.export import export
+from brigade.plan import PLAN_SCHEMA, Plan
+from brigade.reporter import REFUSED, RunInfo, make_reporter
+from brigade.results import write_summary
+from brigade.runner import bring_up_to_date, regrade_if_needed
+from brigade.session import Options, Session, open_session
+
+DOIT_BACKEND = "json"
+
+
+def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
+    """Run an action; bad input or tampering fails the task with a one-line message."""
+    try:
+        function(*args)
+    except BrigadeError as exc:
+        return TaskFailed(REFUSED + str(exc))
+    return None
+
+
+def write_plan(out: Path, document: dict[str, Any]) -> None:
+    """Write plan.json (the output directory is created here)."""
+    out.mkdir(parents=True, exist_ok=True)
+    store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA)
+
+
+def finalize(out: Path, plan: Plan, workspace: Path) -> TaskFailed | None:
+    """Write summary.json, export the projection, and fail if the export leaks anything."""
+    write_summary(out, plan)
+    result = export(out, plan, workspace=workspace)
+    if result.leaks:
+        listed = "; ".join(str(leak) for leak in result.leaks[:5])
+        more = f" (and {len(result.leaks) - 5} more)" if len(result.leaks) > 5 else ""
+        return TaskFailed(f"export leak check failed: {listed}{more}")
+    return None
+
+
+def dep_file(out: Path) -> str:
+    """doit's DB file. A truncated one (a killed doit) is dropped: it is only a cache."""
+    path = out / store.DEP_FILE
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            intact = handle.read(1) == b"}"
+    except OSError:
+        intact = True  # missing or empty: doit starts a fresh one
+    if not intact:
+        path.unlink(missing_ok=True)
+    return str(path)
+
+
+def cell_task_name(coordinate: str) -> str:
+    """`cell:<case>:<seat>:<trial>`."""
+    return f"cell:{coordinate}"
+
+
+def run_info(session: Session) -> RunInfo:
+    """The reporter's view of the session."""
+    notes = list(session.warnings)
+    stale = len(session.plan.stale_cells)
+    if stale and session.previous_plan is not None:
+        notes.append(
+            f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier manifest "
+            "(kept on disk, not counted; listed in plan.json stale_cells)"
+        )
+    return RunInfo(
+        out=session.out,
+        plan=session.plan,
+        cell_tasks={cell_task_name(c.coordinate): c.cell_id for c in session.plan.cells},
+        loaded_states={cid: rec.state for cid, rec in session.recorded.items()},
+        wait=session.options.wait,
+        notes=notes,
+    )
+
+
+def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
+    """DOIT_CONFIG and task generators for a session (what dodo.py exposes)."""
+    info = info or run_info(session)
+    plan, ctx, out = session.plan, session.ctx, session.out
+    always = session.options.always
+
+    def task_plan() -> dict[str, Any]:
+        """Write plan.json for the current manifest."""
+        return {
+            "actions": [(guarded, [write_plan, out, plan.document()])],
+            "uptodate": [session.plan_is_current and not always],
+        }
+
+    def task_cells() -> Iterator[dict[str, Any]]:
+        """One task per cell: run its seat (or reuse a run) unless its receipt stands."""
+        for cell in plan.cells:
+            action = "run" if always else session.actions[cell.cell_id]
+            state = session.recorded[cell.cell_id].state or "not run"
+            yield {
+                "basename": cell_task_name(cell.coordinate),
+                "doc": f"{state}: {cell.case_id} on {cell.seat.name}, trial {cell.trial}",
+                "actions": [
+                    (
+                        guarded,
+                        [bring_up_to_date, ctx, cell, session.reuse.get(cell.cell_id), always],
+                    )
+                ],
+                "task_dep": ["plan"],
+                "uptodate": [action in ("skip", "regrade")],
+            }
+
+    def task_grade() -> Iterator[dict[str, Any]]:
+        """Re-grade cells whose grader broke, from stored output (no seat run)."""
+        yield {"basename": "grade", "name": None, "doc": task_grade.__doc__}
+        for cell in plan.cells:
+            yield {
+                "name": cell.coordinate,
+                "actions": [(guarded, [regrade_if_needed, ctx, cell])],
+                "task_dep": [cell_task_name(cell.coordinate)],
+                "uptodate": [session.actions[cell.cell_id] != "regrade" and not always],
+            }
+
+    def task_summary() -> dict[str, Any]:
+        """Write summary.json and the export, and check the export leaks nothing."""
+        return {
+            "actions": [(finalize, [out, plan, session.workspace])],
+            "task_dep": ["grade"],
+            "uptodate": [False],
+        }
+
+    config = {
+        "backend": DOIT_BACKEND,
+        "dep_file": dep_file(out),
+        "reporter": make_reporter(info),
+        # seats are subprocesses: threads are enough and need no pickling or fork
+        "par_type": "thread",
+    }
+    return {
+        "DOIT_CONFIG": config,
+        "task_plan": task_plan,
+        "task_cells": task_cells,
+        "task_grade": task_grade,
+        "task_summary": task_summary,
+    }
+
+
+# doit command-line variables (`doit manifest=PATH ...`) and what they mean
+DOIT_VARIABLES = ("manifest", "roster", "out", "workspace", "retry_transient", "wait", "always")
+DEFAULT_MANIFEST = "manifests/demo.yaml"
+
+
+def _flag(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise BrigadeError(f"doit variable {name}={value!r}: use 1 or 0")
+
+
+def options_from_variables(variables: dict[str, str]) -> Options:
+    """Options from doit command-line variables; unknown names are refused."""
+    unknown = sorted(set(variables) - set(DOIT_VARIABLES))
+    if unknown:
+        raise BrigadeError(
+            f"unknown doit variable {unknown[0]!r} (known: {', '.join(DOIT_VARIABLES)})"
+        )
+
+    def path(name: str) -> Path | None:
+        value = variables.get(name)
+        return Path(value) if value else None
+
+    return Options(
+        manifest=path("manifest") or Path(DEFAULT_MANIFEST),
+        roster=path("roster"),
+        out=path("out"),
+        workspace=path("workspace"),
+        retry_transient=_flag("retry_transient", variables.get("retry_transient", "0")),
+        wait=_flag("wait", variables.get("wait", "0")),
+        always=_flag("always", variables.get("always", "0")),
+    )
+
+
+def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
+    """Everything dodo.py exposes; bad input prints one line and exits 2."""
+    try:
+        return namespace(open_session(options_from_variables(variables)))
+    except BrigadeError as exc:
+        sys.stderr.write(f"brigade: {exc}\n")
+        raise SystemExit(exc.exit_code) from None

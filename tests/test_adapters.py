@@ -1,0 +1,803 @@
+"""Built-in agent CLI adapters: argv per mode, prompt placement, output reading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brigade.adapters import (
+    Adapter,
+    Reading,
+    SeatRequest,
+    adapter_for,
+    check_cli,
+    known_names,
+)
+from brigade.adapters.agents import (
+    AGENTS,
+    READ_ONLY_NOTICE,
+    OllamaAdapter,
+    classify_fault,
+)
+from brigade.adapters.exec import ExecAdapter
+from brigade.roster import SeatSpec
+
+PROMPT = "Review the parser.\nList the bugs."
+
+BUILT_IN = ["claude", "codex", "cursor", "gemini", "opencode", "aider", "goose", "qwen", "copilot"]
+
+BINARIES = {
+    "claude": "claude",
+    "codex": "codex",
+    "cursor": "cursor-agent",
+    "gemini": "gemini",
+    "opencode": "opencode",
+    "aider": "aider",
+    "goose": "goose",
+    "qwen": "qwen",
+    "copilot": "copilot",
+}
+
+# Adapters whose CLI reads the prompt on stdin; the others take it as argv.
+STDIN_PROMPT = {"claude", "codex", "gemini", "opencode", "qwen", "copilot"}
+
+# How each CLI is given the model and the reasoning setting (None: not supported).
+MODEL_ARGS = {
+    "claude": ("--model", "m"),
+    "codex": ("--model", "m"),
+    "cursor": ("--model", "m"),
+    "gemini": ("--model", "m"),
+    "opencode": ("--model", "m"),
+    "aider": ("--model", "m"),
+    "goose": ("--model", "m"),
+    "qwen": ("--model", "m"),
+    "copilot": ("--model=m",),
+}
+REASONING_ARGS: dict[str, tuple[str, ...] | None] = {
+    "claude": ("--effort", "high"),
+    "codex": ("-c", 'model_reasoning_effort="high"'),
+    "cursor": None,
+    "gemini": None,
+    "opencode": ("--variant", "high"),
+    "aider": ("--reasoning-effort", "high"),
+    "goose": None,
+    "qwen": None,
+    "copilot": ("--reasoning-effort=high",),
+}
+
+
+def seat(cli: str = "claude", **overrides: object) -> SeatSpec:
+    fields: dict[str, object] = {"name": "s", "cli": cli, "model": "m", "reasoning": "high"}
+    fields.update(overrides)
+    return SeatSpec(**fields)  # type: ignore[arg-type]
+
+
+def request(
+    tmp_path: Path,
+    spec: SeatSpec,
+    *,
+    writable: bool = False,
+    prompt: str = PROMPT,
+) -> SeatRequest:
+    return SeatRequest(
+        seat=spec,
+        prompt=prompt,
+        cwd=tmp_path,
+        run_dir=tmp_path / "run",
+        writable=writable,
+        cell_id="c1",
+        coordinate="case/s/1",
+    )
+
+
+def contains_run(argv: tuple[str, ...], run: tuple[str, ...]) -> bool:
+    return any(argv[i : i + len(run)] == run for i in range(len(argv) - len(run) + 1))
+
+
+# ---------------------------------------------------------------- registry
+
+
+def test_registry_has_every_built_in_cli() -> None:
+    assert set(BUILT_IN) <= set(AGENTS)
+    for name, adapter in AGENTS.items():
+        assert adapter.name == name
+        assert adapter.binary == BINARIES[name]  # type: ignore[attr-defined]
+
+
+def test_registry_lookups_go_through_the_package() -> None:
+    assert adapter_for("claude") is AGENTS["claude"]
+    ollama = adapter_for("ollama:llama3.2")
+    assert isinstance(ollama, OllamaAdapter)
+    assert ollama.model == "llama3.2"
+    assert isinstance(adapter_for("exec:true"), ExecAdapter)
+    assert check_cli("cursor") is None
+    assert check_cli("nope") is not None
+    assert "copilot" in known_names()
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_version_argv(name: str) -> None:
+    assert AGENTS[name].version_argv(seat(name)) == (BINARIES[name], "--version")
+
+
+def test_ollama_version_argv() -> None:
+    assert OllamaAdapter("qwen3").version_argv(seat("ollama:qwen3")) == ("ollama", "--version")
+
+
+# ---------------------------------------------------------------- exact argv
+
+
+def test_claude_read_only_argv(tmp_path: Path) -> None:
+    inv = AGENTS["claude"].invocation(request(tmp_path, seat("claude")))
+    assert inv.argv == (
+        "claude",
+        "-p",
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "default",
+        "--disallowedTools",
+        "Bash,Edit,MultiEdit,Write,NotebookEdit",
+        "--strict-mcp-config",
+        "--model",
+        "m",
+        "--effort",
+        "high",
+    )
+    assert inv.stdin_text == PROMPT
+    assert inv.read_only_enforcement == "hard"
+    assert inv.settings_not_applied == ()
+
+
+def test_claude_writable_argv(tmp_path: Path) -> None:
+    inv = AGENTS["claude"].invocation(request(tmp_path, seat("claude"), writable=True))
+    assert inv.argv == (
+        "claude",
+        "-p",
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        "Bash",
+        "--model",
+        "m",
+        "--effort",
+        "high",
+    )
+    assert inv.stdin_text == PROMPT
+    assert inv.read_only_enforcement == "none"
+
+
+def test_codex_read_only_argv(tmp_path: Path) -> None:
+    spec = seat("codex", codex_transport="exec")
+    inv = AGENTS["codex"].invocation(request(tmp_path, spec))
+    assert inv.argv == (
+        "codex",
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "read-only",
+        "--model",
+        "m",
+        "-c",
+        'model_reasoning_effort="high"',
+        "-",
+    )
+    assert inv.stdin_text == PROMPT
+    assert inv.read_only_enforcement == "hard"
+    assert inv.settings_not_applied == ()
+
+
+def test_codex_writable_argv(tmp_path: Path) -> None:
+    spec = seat("codex", codex_transport="exec", model=None, reasoning=None)
+    inv = AGENTS["codex"].invocation(request(tmp_path, spec, writable=True))
+    assert inv.argv == (
+        "codex",
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "workspace-write",
+        "-",
+    )
+    assert inv.read_only_enforcement == "none"
+
+
+def test_codex_app_server_falls_back_to_exec_and_says_so(tmp_path: Path) -> None:
+    spec = seat("codex", codex_transport="app-server")
+    inv = AGENTS["codex"].invocation(request(tmp_path, spec))
+    assert inv.argv[:2] == ("codex", "exec")
+    assert inv.argv[-1] == "-"
+    assert inv.settings_not_applied == ("codex_transport=app-server",)
+
+
+def test_cursor_read_only_argv(tmp_path: Path) -> None:
+    inv = AGENTS["cursor"].invocation(request(tmp_path, seat("cursor")))
+    assert inv.argv == (
+        "cursor-agent",
+        "-p",
+        "--output-format",
+        "json",
+        "--trust",
+        "--mode",
+        "ask",
+        "--model",
+        "m",
+        "--",
+        PROMPT,
+    )
+    assert inv.stdin_text is None
+    assert inv.read_only_enforcement == "hard"
+    assert inv.settings_not_applied == ("reasoning",)
+
+
+def test_cursor_writable_argv(tmp_path: Path) -> None:
+    spec = seat("cursor", reasoning=None)
+    inv = AGENTS["cursor"].invocation(request(tmp_path, spec, writable=True))
+    assert inv.argv == (
+        "cursor-agent",
+        "-p",
+        "--output-format",
+        "json",
+        "--trust",
+        "--force",
+        "--model",
+        "m",
+        "--",
+        PROMPT,
+    )
+    assert inv.read_only_enforcement == "none"
+    assert inv.settings_not_applied == ()
+
+
+def test_ollama_argv(tmp_path: Path) -> None:
+    adapter = OllamaAdapter("llama3.2")
+    spec = seat("ollama:llama3.2", model=None, reasoning=None)
+    inv = adapter.invocation(request(tmp_path, spec))
+    assert inv.argv == ("ollama", "run", "llama3.2")
+    assert inv.stdin_text == PROMPT
+    assert inv.read_only_enforcement == "hard"
+    writable = adapter.invocation(request(tmp_path, spec, writable=True))
+    assert writable.argv == ("ollama", "run", "llama3.2")
+    assert writable.read_only_enforcement == "none"
+
+
+def test_ollama_reasoning_and_model_mismatch(tmp_path: Path) -> None:
+    adapter = OllamaAdapter("gpt-oss:20b")
+    inv = adapter.invocation(request(tmp_path, seat("ollama:gpt-oss:20b", model="other")))
+    assert inv.argv == ("ollama", "run", "--think=high", "--hidethinking", "gpt-oss:20b")
+    assert inv.settings_not_applied == ("model",)
+    same = adapter.invocation(request(tmp_path, seat("ollama:gpt-oss:20b", model="gpt-oss:20b")))
+    assert same.settings_not_applied == ()
+
+
+@pytest.mark.parametrize("model", ["", "   "])
+def test_ollama_needs_a_model(model: str) -> None:
+    with pytest.raises(ValueError) as info:
+        OllamaAdapter(model)
+    assert "\n" not in str(info.value)
+    assert check_cli("ollama:" + model) == str(info.value)
+
+
+# ---------------------------------------------------------------- every adapter
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+@pytest.mark.parametrize("writable", [False, True])
+def test_common_invocation_shape(tmp_path: Path, name: str, writable: bool) -> None:
+    spec = seat(name, transport="proxy-x")
+    inv = AGENTS[name].invocation(request(tmp_path, spec, writable=writable))
+    assert inv.argv[0] == BINARIES[name]
+    assert inv.transport == "proxy-x"
+    if writable:
+        assert inv.read_only_enforcement == "none"
+    else:
+        expected = "soft" if name == "goose" else "hard"
+        assert inv.read_only_enforcement == expected
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_read_only_and_writable_argv_differ(tmp_path: Path, name: str) -> None:
+    spec = seat(name)
+    read_only = AGENTS[name].invocation(request(tmp_path, spec))
+    writable = AGENTS[name].invocation(request(tmp_path, spec, writable=True))
+    assert read_only.argv != writable.argv or read_only.stdin_text != writable.stdin_text
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_model_and_reasoning_are_passed_or_reported(tmp_path: Path, name: str) -> None:
+    inv = AGENTS[name].invocation(request(tmp_path, seat(name)))
+    assert contains_run(inv.argv, MODEL_ARGS[name])
+    reasoning = REASONING_ARGS[name]
+    if reasoning is None:
+        assert "reasoning" in inv.settings_not_applied
+        assert "high" not in inv.argv
+    else:
+        assert contains_run(inv.argv, reasoning)
+        assert "reasoning" not in inv.settings_not_applied
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_unset_model_and_reasoning_add_nothing(tmp_path: Path, name: str) -> None:
+    spec = seat(name, model=None, reasoning=None)
+    inv = AGENTS[name].invocation(request(tmp_path, spec))
+    assert inv.settings_not_applied == ()
+    flags = ("--model", "--effort", "--variant", "--reasoning-effort", "--think")
+    assert not any(arg.startswith(flags) for arg in inv.argv)
+    assert "-c" not in inv.argv
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_prompt_placement(tmp_path: Path, name: str) -> None:
+    inv = AGENTS[name].invocation(request(tmp_path, seat(name)))
+    if name in STDIN_PROMPT:
+        assert inv.stdin_text == PROMPT
+        assert not any(PROMPT in arg for arg in inv.argv)
+    else:
+        assert inv.stdin_text is None
+        assert PROMPT in inv.argv[-1]
+        assert sum(PROMPT in arg for arg in inv.argv) == 1
+
+
+def test_cursor_prompt_that_looks_like_an_option_stays_after_end_of_options(
+    tmp_path: Path,
+) -> None:
+    inv = AGENTS["cursor"].invocation(request(tmp_path, seat("cursor"), prompt="--force it"))
+    assert inv.argv[-2:] == ("--", "--force it")
+    assert "--force" not in inv.argv[:-1]
+
+
+def test_aider_argv(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    read_only = AGENTS["aider"].invocation(request(tmp_path, seat("aider")))
+    assert read_only.argv[0] == "aider"
+    assert "--no-auto-commits" in read_only.argv
+    assert "--no-dirty-commits" in read_only.argv
+    assert "--yes-always" in read_only.argv
+    assert contains_run(read_only.argv, ("--chat-mode", "ask"))
+    assert f"--chat-history-file={run / 'aider.chat.history.md'}" in read_only.argv
+    assert read_only.argv[-1] == f"--message={PROMPT}"
+    writable = AGENTS["aider"].invocation(request(tmp_path, seat("aider"), writable=True))
+    assert "--chat-mode" not in writable.argv
+    assert "--no-auto-commits" in writable.argv
+    assert writable.argv[-1] == f"--message={PROMPT}"
+
+
+def test_goose_argv(tmp_path: Path) -> None:
+    read_only = AGENTS["goose"].invocation(request(tmp_path, seat("goose", reasoning=None)))
+    assert read_only.argv == (
+        "goose",
+        "run",
+        "--no-session",
+        "--output-format",
+        "json",
+        "--model",
+        "m",
+        "-t",
+        READ_ONLY_NOTICE + PROMPT,
+    )
+    assert read_only.env == {}
+    writable = AGENTS["goose"].invocation(request(tmp_path, seat("goose"), writable=True))
+    assert writable.argv[-2:] == ("-t", PROMPT)
+    assert writable.env == {"GOOSE_MODE": "auto"}
+    dashed = AGENTS["goose"].invocation(
+        request(tmp_path, seat("goose"), writable=True, prompt="- fix it")
+    )
+    assert dashed.argv[-1] == "--text=- fix it"
+
+
+def test_gemini_and_qwen_argv(tmp_path: Path) -> None:
+    gemini = AGENTS["gemini"]
+    read_only = gemini.invocation(request(tmp_path, seat("gemini", reasoning=None)))
+    assert read_only.argv == (
+        "gemini",
+        "--output-format",
+        "json",
+        "--approval-mode",
+        "default",
+        "--model",
+        "m",
+    )
+    assert read_only.env == {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    writable = gemini.invocation(request(tmp_path, seat("gemini"), writable=True))
+    assert contains_run(writable.argv, ("--approval-mode", "yolo"))
+    qwen = AGENTS["qwen"].invocation(request(tmp_path, seat("qwen"), writable=True))
+    assert qwen.argv[:5] == ("qwen", "--output-format", "json", "--approval-mode", "yolo")
+
+
+def test_opencode_argv(tmp_path: Path) -> None:
+    read_only = AGENTS["opencode"].invocation(request(tmp_path, seat("opencode")))
+    assert read_only.argv == (
+        "opencode",
+        "run",
+        "--format",
+        "json",
+        "--agent",
+        "plan",
+        "--model",
+        "m",
+        "--variant",
+        "high",
+    )
+    writable = AGENTS["opencode"].invocation(request(tmp_path, seat("opencode"), writable=True))
+    assert "--agent" not in writable.argv
+
+
+def test_copilot_argv(tmp_path: Path) -> None:
+    read_only = AGENTS["copilot"].invocation(request(tmp_path, seat("copilot")))
+    assert read_only.argv == (
+        "copilot",
+        "-s",
+        "--allow-all-tools",
+        "--deny-tool=write",
+        "--deny-tool=shell",
+        "--model=m",
+        "--reasoning-effort=high",
+    )
+    writable = AGENTS["copilot"].invocation(request(tmp_path, seat("copilot"), writable=True))
+    assert writable.argv == (
+        "copilot",
+        "-s",
+        "--allow-all-tools",
+        "--model=m",
+        "--reasoning-effort=high",
+    )
+
+
+# ---------------------------------------------------------------- output samples
+
+
+def jsonl(*events: object) -> str:
+    return "\n".join(json.dumps(event) for event in events) + "\n"
+
+
+def claude_result(result: str, *, is_error: bool = False, subtype: str = "success") -> str:
+    return json.dumps(
+        {
+            "type": "result",
+            "subtype": subtype,
+            "is_error": is_error,
+            "duration_ms": 1200,
+            "num_turns": 2,
+            "result": result,
+            "session_id": "abc",
+        }
+    )
+
+
+def codex_events(text: str | None, *, failure: str | None = None) -> str:
+    events: list[object] = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"}]
+    if text is not None:
+        events.append(
+            {"type": "item.completed", "item": {"id": "i1", "type": "agent_message", "text": text}}
+        )
+    if failure is None:
+        events.append({"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}})
+    else:
+        events.append({"type": "error", "message": failure})
+        events.append({"type": "turn.failed", "error": {"message": failure}})
+    return jsonl(*events)
+
+
+def opencode_events(*texts: str, error: dict[str, object] | None = None) -> str:
+    events: list[object] = []
+    for text in texts:
+        events.append({"type": "step_start", "part": {"type": "step-start"}})
+        events.append({"type": "text", "part": {"type": "text", "text": text}})
+        events.append({"type": "step_finish", "part": {"type": "step-finish", "reason": "stop"}})
+    if error is not None:
+        events.append({"type": "error", "error": error})
+    return jsonl(*events)
+
+
+def goose_output(text: str) -> str:
+    return json.dumps(
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "question"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": text}]},
+            ],
+            "metadata": {"total_tokens": 10, "status": "completed"},
+        }
+    )
+
+
+def qwen_output(result: str, *, error: str | None = None) -> str:
+    final: dict[str, object] = {
+        "type": "result",
+        "subtype": "success" if error is None else "error_during_execution",
+        "is_error": error is not None,
+        "result": result,
+    }
+    if error is not None:
+        final["error"] = {"type": "api_error", "message": error}
+    return json.dumps(
+        [
+            {"type": "system", "subtype": "session_start", "session_id": "x"},
+            {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": result}]},
+            },
+            final,
+        ]
+    )
+
+
+# Per adapter: (exit, stdout, stderr) for success, empty message, rate limit, 5xx and
+# a plain failure of the agent itself. Success samples read back as "All good."
+SAMPLES: dict[str, dict[str, tuple[int, str, str]]] = {
+    "claude": {
+        "success": (0, claude_result("All good."), ""),
+        "empty": (0, claude_result(""), ""),
+        "rate": (1, claude_result("API Error: 429 rate_limit_error", is_error=True), ""),
+        "5xx": (1, claude_result("API Error: 529 Overloaded. Try again.", is_error=True), ""),
+        "plain": (1, claude_result("", is_error=True, subtype="error_max_turns"), ""),
+    },
+    "cursor": {
+        "success": (0, claude_result("All good."), ""),
+        "empty": (0, claude_result(""), ""),
+        "rate": (1, "", "Error: You've hit your usage limit for this model\n"),
+        "5xx": (1, "", "Error: 503 Service Unavailable\n"),
+        "plain": (1, "", "Error: the agent stopped\n"),
+    },
+    "codex": {
+        "success": (0, codex_events("All good."), "progress...\n"),
+        "empty": (0, codex_events(""), ""),
+        "rate": (
+            1,
+            codex_events(None, failure="exceeded retry limit, last status: 429 Too Many Requests"),
+            "",
+        ),
+        "5xx": (1, codex_events(None, failure="unexpected status 500 Internal Server Error"), ""),
+        "plain": (1, "", "Error: no such option --bogus\n"),
+    },
+    "gemini": {
+        "success": (0, json.dumps({"response": "All good.", "stats": {}}), ""),
+        "empty": (0, json.dumps({"response": "", "stats": {}}), ""),
+        "rate": (
+            1,
+            "",
+            json.dumps({"error": {"type": "ApiError", "message": "Quota exceeded", "code": 429}}),
+        ),
+        "5xx": (
+            1,
+            json.dumps({"response": "", "error": {"message": "The model is overloaded"}}),
+            "",
+        ),
+        "plain": (53, "", "Reached max session turns\n"),
+    },
+    "qwen": {
+        "success": (0, qwen_output("All good."), ""),
+        "empty": (0, qwen_output(""), ""),
+        "rate": (1, qwen_output("", error="429 Throttling: rate limit exceeded"), ""),
+        "5xx": (1, qwen_output("", error="500 Internal Server Error"), ""),
+        "plain": (1, "", "Tool execution failed\n"),
+    },
+    "opencode": {
+        "success": (0, opencode_events("Looking.", "All good."), ""),
+        "empty": (0, opencode_events(), ""),
+        "rate": (
+            1,
+            opencode_events(
+                error={"name": "APIError", "data": {"message": "Too many", "statusCode": 429}}
+            ),
+            "",
+        ),
+        "5xx": (
+            1,
+            opencode_events(
+                error={"name": "APIError", "data": {"message": "Overloaded", "statusCode": 529}}
+            ),
+            "",
+        ),
+        "plain": (1, "", "Error: Session not found\n"),
+    },
+    "aider": {
+        "success": (0, "All good.\n", ""),
+        "empty": (0, "\n", ""),
+        "rate": (
+            0,
+            "litellm.RateLimitError: AnthropicException\n"
+            "The API provider has rate limited you. Try again later or check your quotas.\n",
+            "",
+        ),
+        "5xx": (0, "litellm.InternalServerError: AnthropicException - Overloaded\n", ""),
+        "plain": (1, "", "aider: error: unrecognized arguments: --bogus\n"),
+    },
+    "goose": {
+        "success": (0, goose_output("All good."), ""),
+        "empty": (0, goose_output(""), ""),
+        "rate": (1, "", "Error: Rate limit exceeded: 429 Too Many Requests\n"),
+        "5xx": (1, "", "Error: Server error: 502 Bad Gateway\n"),
+        "plain": (1, "", "Error: extension developer failed to start\n"),
+    },
+    "copilot": {
+        "success": (0, "All good.\n", ""),
+        "empty": (0, "", ""),
+        "rate": (1, "", "Error: Sorry, you have been rate-limited. Please wait.\n"),
+        "5xx": (1, "", "Error: 500 Internal Server Error\n"),
+        "plain": (1, "", "Error: model not available\n"),
+    },
+    "ollama": {
+        "success": (0, "All good.\n", ""),
+        "empty": (0, "", ""),
+        "rate": (1, "", "Error: 429 Too Many Requests\n"),
+        "5xx": (1, "", "Error: 500 Internal Server Error: llama runner process has terminated\n"),
+        "plain": (1, "", "Error: pull model manifest: file does not exist\n"),
+    },
+}
+
+
+def adapter_named(name: str) -> Adapter:
+    return OllamaAdapter("llama3.2") if name == "ollama" else AGENTS[name]
+
+
+def read(name: str, case: str) -> Reading:
+    exit_code, stdout, stderr = SAMPLES[name][case]
+    return adapter_named(name).read(exit_code=exit_code, stdout=stdout, stderr=stderr)
+
+
+ALL = [*BUILT_IN, "ollama"]
+
+
+def test_every_adapter_has_samples() -> None:
+    assert set(SAMPLES) == set(ALL)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_read_success(name: str) -> None:
+    reading = read(name, "success")
+    assert reading.final_text == "All good."
+    assert reading.fault is None
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_read_empty_message_is_empty_output(name: str) -> None:
+    reading = read(name, "empty")
+    assert reading.fault is not None
+    assert reading.fault.kind == "empty_output"
+    assert reading.fault.detail and "\n" not in reading.fault.detail
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_read_rate_limit(name: str) -> None:
+    reading = read(name, "rate")
+    assert reading.fault is not None
+    assert reading.fault.kind == "rate_limited"
+    assert reading.fault.detail and "\n" not in reading.fault.detail
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_read_provider_5xx(name: str) -> None:
+    reading = read(name, "5xx")
+    assert reading.fault is not None
+    assert reading.fault.kind == "provider_error"
+    assert "\n" not in reading.fault.detail
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_read_plain_nonzero_exit_is_the_agents_own_failure(name: str) -> None:
+    assert read(name, "plain").fault is None
+
+
+# ---------------------------------------------------------------- reading details
+
+
+def test_codex_keeps_the_last_agent_message_and_ignores_recovered_reconnects() -> None:
+    stdout = jsonl(
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "a", "type": "agent_message", "text": "first"}},
+        {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"},
+        {"type": "item.completed", "item": {"id": "b", "type": "reasoning", "text": "hmm"}},
+        {"type": "item.completed", "item": {"id": "c", "type": "agent_message", "text": "final"}},
+        {"type": "turn.completed", "usage": {}},
+    )
+    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="")
+    assert reading == Reading(final_text="final")
+
+
+def test_codex_dropped_stream_is_a_transport_error() -> None:
+    stdout = codex_events(None, failure="stream disconnected before completion: broken pipe")
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
+    assert reading.fault is not None
+    assert reading.fault.kind == "transport_error"
+
+
+def test_codex_untrusted_directory() -> None:
+    stderr = "Not inside a trusted directory and --skip-git-repo-check was not specified.\n"
+    reading = AGENTS["codex"].read(exit_code=1, stdout="", stderr=stderr)
+    assert reading.fault is not None
+    assert reading.fault.kind == "workspace_untrusted"
+    assert reading.fault.detail == stderr.strip()
+
+
+def test_cursor_workspace_trust_refusal() -> None:
+    reading = AGENTS["cursor"].read(
+        exit_code=1, stdout="", stderr="Workspace Trust Required: run with --trust\n"
+    )
+    assert reading.fault is not None
+    assert reading.fault.kind == "workspace_untrusted"
+
+
+def test_claude_usage_limit_printed_as_plain_text() -> None:
+    reading = AGENTS["claude"].read(
+        exit_code=1, stdout="", stderr="You've hit your limit · resets 1pm (Europe/Lisbon)\n"
+    )
+    assert reading.fault is not None
+    assert reading.fault.kind == "rate_limited"
+
+
+def test_claude_unrecognised_error_result_is_not_a_fault() -> None:
+    stdout = claude_result(
+        "Tool permission denied", is_error=True, subtype="error_during_execution"
+    )
+    reading = AGENTS["claude"].read(exit_code=1, stdout=stdout, stderr="")
+    assert reading == Reading(final_text="Tool permission denied")
+
+
+def test_plain_text_answer_mentioning_rate_limits_is_not_a_fault() -> None:
+    answer = "I added a 429 response when the rate limit is hit.\n"
+    for name in ("aider", "copilot", "ollama"):
+        reading = adapter_named(name).read(exit_code=0, stdout=answer, stderr="")
+        assert reading.fault is None
+        reading = adapter_named(name).read(exit_code=1, stdout=answer, stderr="")
+        assert reading.fault is None
+
+
+def test_empty_output_prefers_a_recognised_stderr_cause() -> None:
+    reading = AGENTS["copilot"].read(
+        exit_code=0, stdout="", stderr="request failed: connection reset by peer\n"
+    )
+    assert reading.fault is not None
+    assert reading.fault.kind == "transport_error"
+
+
+def test_killed_process_gets_no_guessed_fault() -> None:
+    reading = AGENTS["copilot"].read(exit_code=None, stdout="", stderr="rate limit\n")
+    assert reading == Reading(final_text="")
+
+
+def test_ollama_server_not_running_is_a_transport_error() -> None:
+    reading = OllamaAdapter("llama3.2").read(
+        exit_code=1, stdout="", stderr="Error: could not connect to ollama app, is it running?\n"
+    )
+    assert reading.fault is not None
+    assert reading.fault.kind == "transport_error"
+
+
+def test_gemini_json_after_a_notice_line() -> None:
+    stdout = "Loaded cached credentials.\n" + json.dumps({"response": "All good."}, indent=2)
+    reading = AGENTS["gemini"].read(exit_code=0, stdout=stdout, stderr="")
+    assert reading == Reading(final_text="All good.")
+
+
+def test_unparseable_json_output_falls_back_to_plain_text() -> None:
+    for name in ("claude", "codex", "cursor", "gemini", "opencode", "goose", "qwen"):
+        reading = AGENTS[name].read(exit_code=0, stdout="just text\n", stderr="")
+        assert reading == Reading(final_text="just text")
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ('API Error: 429 {"type":"rate_limit_error"}', "rate_limited"),
+        ("RESOURCE_EXHAUSTED: quota", "rate_limited"),
+        ("API Error: 529 Overloaded", "provider_error"),
+        ("unexpected status 502 Bad Gateway", "provider_error"),
+        ("stream disconnected before completion", "transport_error"),
+        ("fetch failed", "transport_error"),
+        ("Not inside a trusted directory", "workspace_untrusted"),
+        ("SyntaxError in generated code", None),
+        ("disk quota exceeded", None),
+        ("tests: 500 passed", None),
+        ("error: 512 files changed", None),
+        ("MCP server error: github failed to start", None),
+    ],
+)
+def test_classify_fault(message: str, kind: str | None) -> None:
+    assert classify_fault(message) == kind
