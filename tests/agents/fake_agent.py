@@ -1,0 +1,66 @@
+"""A fake agent CLI for tests: the prompt tells it what to do, one `key: value` per line.
+
+  answer: TEXT        print TEXT (default: "ok")
+  stderr: TEXT        print TEXT on stderr
+  sleep: SECONDS      sleep before answering
+  block: PATH         wait until PATH exists (at most 120 s)
+  exit: CODE          exit with CODE after answering
+  tempfail: DETAIL    print DETAIL on stderr and exit 75 (an apparatus fault)
+  write: PATH=TEXT    write TEXT to PATH (relative to the working directory)
+  delete: PATH        delete PATH
+  env: NAME           print the value of environment variable NAME
+  spawn: SECONDS      start a background child that sleeps (pid in $FAKE_AGENT_PIDS)
+
+Every launch appends a line to $FAKE_AGENT_LOG (when set), so tests can count
+agent processes.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+prompt = sys.stdin.read()
+log = os.environ.get("FAKE_AGENT_LOG")
+if log:
+    with open(log, "a") as handle:
+        handle.write(f"{os.environ.get('BRIGADE_COORDINATE', '?')} {os.getpid()}\n")
+
+answer = "ok"
+code = 0
+for line in prompt.splitlines():
+    key, _, value = line.partition(":")
+    key, value = key.strip().lower(), value.strip()
+    if key == "answer":
+        answer = value
+    elif key == "stderr":
+        print(value, file=sys.stderr, flush=True)
+    elif key == "sleep":
+        time.sleep(float(value))
+    elif key == "block":
+        deadline = time.monotonic() + 120
+        while not os.path.exists(value) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    elif key == "exit":
+        code = int(value)
+    elif key == "tempfail":
+        print(value, file=sys.stderr, flush=True)
+        sys.exit(75)
+    elif key == "write":
+        path, _, text = value.partition("=")
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text + "\n")
+    elif key == "delete":
+        os.remove(value)
+    elif key == "env":
+        answer = os.environ.get(value, "<unset>")
+    elif key == "spawn":
+        child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({value})"])
+        pids = os.environ.get("FAKE_AGENT_PIDS")
+        if pids:
+            with open(pids, "a") as handle:
+                handle.write(f"{child.pid}\n")
+
+print(answer, flush=True)
+sys.exit(code)

@@ -1,0 +1,178 @@
+"""Shared fixtures: a throwaway project with a manifest, a roster of fake agents, and runners
+for the real `doit` and `brigade` commands as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DODO = REPO / "dodo.py"
+FAKE_AGENT = REPO / "tests" / "agents" / "fake_agent.py"
+FAKE_CLI = f"exec:{{python}} {FAKE_AGENT}"
+
+
+def brigade_command() -> list[str]:
+    """The installed `brigade` console script beside this interpreter (else -m brigade.cli)."""
+    script = Path(sys.executable).parent / "brigade"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "brigade.cli"]
+
+
+class Project:
+    """A manifest, a roster and an output directory in a temporary folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.workspace = root / "workspace"
+        self.workspace.mkdir(parents=True)
+        self.out = root / "out"
+        self.manifest = root / "manifest.yaml"
+        self.roster = root / "roster.yaml"
+        self.log = root / "launches.log"
+        self.write_roster()
+
+    # -- inputs ---------------------------------------------------------------
+
+    def write_manifest(
+        self,
+        cases: list[dict[str, Any]],
+        *,
+        seats: tuple[str, ...] = ("agent",),
+        trials: int = 1,
+        **extra: Any,
+    ) -> None:
+        doc = {
+            "schema": "brigade.eval_manifest.v1",
+            "name": "t",
+            "trials": trials,
+            "seats": list(seats),
+            "cases": cases,
+            **extra,
+        }
+        self.manifest.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    def write_roster(self, seats: dict[str, Any] | None = None, **extra: Any) -> None:
+        doc = {
+            "schema": "brigade.roster.v1",
+            **extra,
+            "seats": seats or {"agent": {"cli": FAKE_CLI}},
+        }
+        self.roster.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    # -- commands -------------------------------------------------------------
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env["FAKE_AGENT_LOG"] = str(self.log)
+        env.update(extra)
+        return env
+
+    def variables(self) -> list[str]:
+        return [
+            f"manifest={self.manifest}",
+            f"roster={self.roster}",
+            f"out={self.out}",
+            f"workspace={self.workspace}",
+        ]
+
+    def doit(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+        """The real doit, with this project's variables (extra args go first)."""
+        argv = [sys.executable, "-m", "doit", "-f", str(DODO), *args, *self.variables()]
+        return subprocess.run(
+            argv, capture_output=True, text=True, env=self.env(**env), timeout=timeout
+        )
+
+    def doit_popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "doit", "-f", str(DODO), *args, *self.variables()]
+        return subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env(**env),
+            start_new_session=True,
+        )
+
+    def brigade(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+        """The real brigade CLI."""
+        return subprocess.run(
+            [*brigade_command(), *args],
+            capture_output=True,
+            text=True,
+            env=self.env(**env),
+            timeout=timeout,
+            cwd=self.workspace,
+        )
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """`brigade run` with this project's inputs."""
+        return self.brigade(
+            "run",
+            str(self.manifest),
+            "--roster",
+            str(self.roster),
+            "--out",
+            str(self.out),
+            "--workspace",
+            str(self.workspace),
+            *args,
+            **env,
+        )
+
+    # -- results --------------------------------------------------------------
+
+    def launches(self) -> int:
+        """How many agent processes ran so far."""
+        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+    def plan(self) -> dict[str, Any]:
+        return json.loads((self.out / "plan.json").read_text())
+
+    def summary(self) -> dict[str, Any]:
+        return json.loads((self.out / "summary.json").read_text())
+
+    def cell_dir(self, coordinate: str) -> Path:
+        for cell in self.plan()["cells"]:
+            if cell["coordinate"] == coordinate:
+                return self.out / "cells" / cell["cell_id"]
+        raise KeyError(coordinate)
+
+    def receipt(self, coordinate: str) -> dict[str, Any]:
+        return json.loads((self.cell_dir(coordinate) / "cell.json").read_text())
+
+    def receipts(self) -> dict[str, dict[str, Any]]:
+        result = {}
+        for cell in self.plan()["cells"]:
+            path = self.out / "cells" / cell["cell_id"] / "cell.json"
+            if path.exists():
+                result[cell["coordinate"]] = json.loads(path.read_text())
+        return result
+
+    def states(self) -> dict[str, str]:
+        return {coord: receipt["state"] for coord, receipt in self.receipts().items()}
+
+    def attempts(self, coordinate: str) -> list[str]:
+        return sorted(p.name for p in (self.cell_dir(coordinate) / "attempts").iterdir())
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path)
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """A copy of the repository's tracked inputs (dodo, manifests) without outputs."""
+    target = tmp_path / "repo"
+    target.mkdir()
+    shutil.copy(DODO, target / "dodo.py")
+    shutil.copytree(REPO / "manifests", target / "manifests")
+    return target

@@ -1,0 +1,72 @@
+"""README.md stays true: the demo runs as documented and CI runs the documented test command."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, brigade_command
+
+README = (REPO / "README.md").read_text()
+
+
+def block_after(marker: str) -> str:
+    match = re.search(rf"<!-- {marker} -->\s*```sh\n(.*?)\n```", README, re.S)
+    assert match, marker
+    return match.group(1)
+
+
+def test_demo_runs_offline_with_doit_at_the_repo_root(repo_copy: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "doit"], cwd=repo_copy, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr  # the sloppy seat fails on purpose
+    out = repo_copy / ".brigade" / "evals" / "demo"
+    summary = json.loads((out / "summary.json").read_text())
+    states = {k for k, v in summary["counts"].items() if v}
+    assert states == {"accepted", "rejected", "unscored", "execution_error"}
+    shown = subprocess.run(
+        [*brigade_command(), "show", ".brigade/evals/demo"],
+        cwd=repo_copy, capture_output=True, text=True, timeout=60,
+    )
+    assert shown.returncode == 0
+    assert "careful" in shown.stdout and "sloppy" in shown.stdout
+    # a second run is a no-op with the same verdict
+    again = subprocess.run(
+        [sys.executable, "-m", "doit"], cwd=repo_copy, capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 1
+
+
+def test_demo_command_is_the_documented_one() -> None:
+    assert block_after("demo-command") == (
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/doit; "
+        ".venv/bin/brigade show .brigade/evals/demo"
+    )
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    command = block_after("test-command")
+    assert "pytest" in command
+    script = (REPO / ".ci" / "run").read_text()
+    extract = re.search(r"command=\$\((awk .*README\.md)\)", script)
+    assert extract, "the .ci/run extraction changed"
+    extracted = subprocess.run(
+        ["bash", "-c", extract.group(1)], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert extracted == command
+
+
+def test_every_documented_command_has_help() -> None:
+    commands = README.split("## Commands", 1)[1].split("##", 1)[0]
+    names = re.findall(r"^brigade (\w+)", commands, re.M)
+    assert len(names) >= 7
+    for name in names:
+        done = subprocess.run(
+            [*brigade_command(), name, "--help"], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, name
+        assert done.stdout.startswith("usage: brigade " + name)
