@@ -244,6 +244,38 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check each seat can launch here: its program on PATH and its version.
+
+    With a manifest, checks the manifest's seats; with only --roster, every seat
+    of the roster. One line per seat; exit 1 when a seat cannot launch.
+    """
+    from brigade.doctor import check_seat
+    from brigade.roster import load_roster
+
+    if args.manifest is not None:
+        manifest, roster, _ = load_inputs(args.manifest, args.roster)
+        names = [n for n in manifest.seats if n in roster.seats]
+    elif args.roster is not None:
+        roster = load_roster(args.roster)
+        names = list(roster.seats)
+    else:
+        raise InputError("doctor: give a MANIFEST or --roster ROSTER")
+    workspace = Path.cwd()
+    checks = [check_seat(roster.seats[name], workspace) for name in names]
+    width = max(len(c.seat) for c in checks)
+    for check in checks:
+        if check.ok:
+            version = check.version or "version unknown"
+            print(
+                f"{check.seat:<{width}}  ok       {check.executable}  ({version}; "
+                f"read-only: {check.read_only_enforcement})"
+            )
+        else:
+            print(f"{check.seat:<{width}}  MISSING  {check.program}: not found (cli {check.cli})")
+    return 0 if all(c.ok for c in checks) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command (their docstrings are the help)."""
     parser = _Parser(
@@ -300,6 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("show", cmd_show)
     sub.add_argument("dir", type=Path, help="output directory")
     sub.add_argument("--json", action="store_true", help="print summary JSON")
+
+    sub = command("doctor", cmd_doctor)
+    sub.add_argument("manifest", nargs="?", type=Path, help="manifest whose seats to check")
+    sub.add_argument("--roster", type=Path, help="roster file")
 
     sub = command("export", cmd_export)
     sub.add_argument("dir", type=Path, help="output directory")

@@ -11,6 +11,7 @@ from typing import Any
 
 from brigade import graders, proc, store, worktree
 from brigade.adapters import Reading, SeatRequest, adapter_for
+from brigade.doctor import executable_version
 from brigade.errors import EnvironmentProblem, TamperedOutput
 from brigade.identity import CELL_SCHEMA
 from brigade.outcome import RunFacts, Verdict, cell_score, classify_grades, classify_run
@@ -171,7 +172,7 @@ def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
             "adapter": adapter.name,
             "argv": list(invocation.argv),
             "executable": result.executable,
-            "executable_version": None,
+            "executable_version": executable_version(adapter, cell.seat, result.executable),
             "timeout_seconds": cell.seat.timeout_seconds,
             "execution_mode": cell.execution_mode,
             "workspace_access": "detached-worktree" if writable else "shared-checkout",

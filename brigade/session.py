@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade import graders, store, worktree
+from brigade.doctor import read_only_warnings
 from brigade.errors import InputError
 from brigade.identity import cell_id as hash_cell
 from brigade.identity import identity_payload, run_key
@@ -147,6 +148,9 @@ def open_session(options: Options) -> Session:
         previous_plan=previous,
         warnings=grader_warnings(manifest),
     )
+    if manifest.execution_mode == "read-only":
+        seats = [roster.seats[name] for name in manifest.seats]
+        session.warnings.extend(read_only_warnings(seats, workspace))
     scan(session)
     return session
 
