@@ -83,7 +83,9 @@ class Project:
             f"workspace={self.workspace}",
         ]
 
-    def doit(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    def doit(
+        self, *args: str, timeout: float = 120, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         """The real doit, with this project's variables (extra args go first)."""
         argv = [sys.executable, "-m", "doit", "-f", str(DODO), *args, *self.variables()]
         return subprocess.run(
@@ -101,7 +103,9 @@ class Project:
             start_new_session=True,
         )
 
-    def brigade(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    def brigade(
+        self, *args: str, timeout: float = 120, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         """The real brigade CLI."""
         return subprocess.run(
             [*brigade_command(), *args],

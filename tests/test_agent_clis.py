@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import Project
 
 FAKE_CLAUDE = """#!{python}
@@ -78,7 +77,11 @@ def test_claude_and_codex_adapters(project: Project, fake_bin: Path) -> None:
     )
     project.write_manifest(
         [
-            {"id": "hi", "prompt": "say hi", "graders": [{"type": "regex_output", "pattern": "^hello from"}]},
+            {
+                "id": "hi",
+                "prompt": "say hi",
+                "graders": [{"type": "regex_output", "pattern": "^hello from"}],
+            },
             {"id": "busy", "prompt": "overloaded rate"},
             {"id": "quiet", "prompt": "silent"},
             {"id": "crash", "prompt": "crash"},
@@ -107,7 +110,7 @@ def test_claude_and_codex_adapters(project: Project, fake_bin: Path) -> None:
     assert run["executable_version"] == "9.9.9 (Claude Code)"
     assert run["read_only_enforcement"] == "hard"
     assert run["argv"][:3] == ["claude", "-p", "--output-format"]
-    assert ["--model", "sonnet"] == run["argv"][run["argv"].index("--model"):][:2]
+    assert ["--model", "sonnet"] == run["argv"][run["argv"].index("--model") :][:2]
     quiet = json.loads(Path(project.receipt("quiet:claude:1")["run_dir"], "run.json").read_text())
     assert quiet["failure_kind"] == "empty_output"
     codex = json.loads(Path(project.receipt("hi:codex:1")["run_dir"], "run.json").read_text())
@@ -129,12 +132,15 @@ def test_missing_cli_is_an_adapter_error(project: Project, tmp_path: Path) -> No
 def test_doctor(project: Project, fake_bin: Path) -> None:
     project.write_roster({"claude": {"cli": "claude"}, "gone": {"cli": "gemini"}})
     project.write_manifest([{"id": "c", "prompt": "x"}], seats=("claude",))
-    ok = project.brigade("doctor", str(project.manifest), "--roster", str(project.roster),
-                         PATH=path_with(fake_bin))
+    ok = project.brigade(
+        "doctor", str(project.manifest), "--roster", str(project.roster), PATH=path_with(fake_bin)
+    )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("claude  ok")
     assert "9.9.9 (Claude Code)" in ok.stdout
-    everything = project.brigade("doctor", "--roster", str(project.roster), PATH=path_with(fake_bin))
+    everything = project.brigade(
+        "doctor", "--roster", str(project.roster), PATH=path_with(fake_bin)
+    )
     assert everything.returncode == 1
     lines = everything.stdout.splitlines()
     assert len(lines) == 2

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FAKE_CLI, Project, brigade_command
 
 
@@ -49,9 +48,22 @@ def test_second_run_on_the_same_output_is_refused(project: Project, tmp_path: Pa
         assert via_cli.returncode == 2
         assert f"pid {first.pid}" in via_cli.stderr
         waiting = subprocess.Popen(
-            [*brigade_command(), "run", str(project.manifest), "--roster", str(project.roster),
-             "--out", str(project.out), "--workspace", str(project.workspace), "--wait"],
-            env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                *brigade_command(),
+                "run",
+                str(project.manifest),
+                "--roster",
+                str(project.roster),
+                "--out",
+                str(project.out),
+                "--workspace",
+                str(project.workspace),
+                "--wait",
+            ],
+            env=project.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         time.sleep(0.5)
         assert waiting.poll() is None  # still waiting for the first run
@@ -84,7 +96,9 @@ def test_a_killed_run_leaves_no_blocking_lock(project: Project, tmp_path: Path) 
 def test_sigterm_stops_seats_and_leaves_cells_running(project: Project, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     release = tmp_path / "release"
-    project.write_manifest([{"id": "slow", "prompt": f"spawn: 120\nblock: {release}\nanswer: done"}])
+    project.write_manifest(
+        [{"id": "slow", "prompt": f"spawn: 120\nblock: {release}\nanswer: done"}]
+    )
     run = project.doit_popen(FAKE_AGENT_PIDS=str(pids))
     wait_for(lambda: pids.exists() and pids.read_text().strip() != "")
     agent_pid = int(project.log.read_text().split()[1])
@@ -116,7 +130,13 @@ def test_sigterm_in_parallel_mode(project: Project, tmp_path: Path) -> None:
 def test_export_strips_prompts_paths_and_env(project: Project) -> None:
     project.write_roster({"agent": {"cli": FAKE_CLI, "env": {"API_TOKEN": "tok-secret-123"}}})
     project.write_manifest(
-        [{"id": "c", "prompt": "answer: hello\nstderr: the secret prompt text", "graders": [{"type": "exit_status"}]}]
+        [
+            {
+                "id": "c",
+                "prompt": "answer: hello\nstderr: the secret prompt text",
+                "graders": [{"type": "exit_status"}],
+            }
+        ]
     )
     assert project.doit().returncode == 0
     export = project.out / "export"
@@ -159,9 +179,18 @@ def test_export_leak_check_fails_the_build(project: Project, planted: str, kind:
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-        env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-             "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"},
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
     ).stdout
 
 
@@ -181,10 +210,15 @@ def test_writable_worktree_runs_grade_the_real_changes(project: Project) -> None
         [
             {
                 "id": "edit",
-                "prompt": "write: src/app.py=print('v2')\nwrite: out/receipt.json={\"status\": \"completed\"}"
-                "\ndelete: README",
+                "prompt": "write: src/app.py=print('v2')\n"
+                'write: out/receipt.json={"status": "completed"}\n'
+                "delete: README",
                 "graders": [
-                    {"type": "diff_constraints", "allowed": ["^src/", "^out/", "^README$"], "forbidden": ["secret"]},
+                    {
+                        "type": "diff_constraints",
+                        "allowed": ["^src/", "^out/", "^README$"],
+                        "forbidden": ["secret"],
+                    },
                     {"type": "file_exists", "path": "out/receipt.json"},
                     {"type": "verify_receipt", "path": "out/receipt.json"},
                 ],

@@ -30,7 +30,10 @@ def test_demo_runs_offline_with_doit_at_the_repo_root(repo_copy: Path) -> None:
     assert states == {"accepted", "rejected", "unscored", "execution_error"}
     shown = subprocess.run(
         [*brigade_command(), "show", ".brigade/evals/demo"],
-        cwd=repo_copy, capture_output=True, text=True, timeout=60,
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert shown.returncode == 0
     assert "careful" in shown.stdout and "sloppy" in shown.stdout

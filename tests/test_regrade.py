@@ -88,7 +88,11 @@ def test_tampered_output_is_refused_and_the_receipt_untouched(project: Project) 
 def test_grader_edits_rerun_graders_only(project: Project) -> None:
     project.write_manifest(
         [
-            {"id": "a", "prompt": "answer: alpha", "graders": [{"type": "regex_output", "pattern": "^beta$"}]},
+            {
+                "id": "a",
+                "prompt": "answer: alpha",
+                "graders": [{"type": "regex_output", "pattern": "^beta$"}],
+            },
             {"id": "b", "prompt": "answer: beta"},
             {"id": "c", "prompt": "exit: 4"},
         ],
@@ -101,7 +105,11 @@ def test_grader_edits_rerun_graders_only(project: Project) -> None:
     # edit a pattern, add a grader, change the default list: graders only
     project.write_manifest(
         [
-            {"id": "a", "prompt": "answer: alpha", "graders": [{"type": "regex_output", "pattern": "^alpha$"}]},
+            {
+                "id": "a",
+                "prompt": "answer: alpha",
+                "graders": [{"type": "regex_output", "pattern": "^alpha$"}],
+            },
             {"id": "b", "prompt": "answer: beta"},
             {"id": "c", "prompt": "exit: 4"},
         ],
@@ -142,7 +150,9 @@ def test_prompt_edit_runs_exactly_the_edited_case(project: Project) -> None:
 
 
 def test_tampered_source_is_not_reused(project: Project) -> None:
-    project.write_manifest([{"id": "a", "prompt": "answer: alpha", "graders": [{"type": "exit_status"}]}])
+    project.write_manifest(
+        [{"id": "a", "prompt": "answer: alpha", "graders": [{"type": "exit_status"}]}]
+    )
     project.doit()
     Path(project.receipt("a:agent:1")["run_dir"], "final.txt").write_text("forged\n")
     project.write_manifest([{"id": "a", "prompt": "answer: alpha", "graders": []}])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from brigade import schemas
 from conftest import FAKE_CLI, Project
+
+from brigade import schemas
 
 MIXED_ROSTER = {
     "agent": {"cli": FAKE_CLI, "timeout_seconds": 1.5},
@@ -19,8 +20,16 @@ def mixed_battery(project: Project) -> None:
     project.write_roster(MIXED_ROSTER)
     project.write_manifest(
         [
-            {"id": "good", "prompt": "answer: hello", "graders": [{"type": "exact_output", "expected": "hello"}]},
-            {"id": "wrong", "prompt": "answer: goodbye", "graders": [{"type": "exact_output", "expected": "hello"}]},
+            {
+                "id": "good",
+                "prompt": "answer: hello",
+                "graders": [{"type": "exact_output", "expected": "hello"}],
+            },
+            {
+                "id": "wrong",
+                "prompt": "answer: goodbye",
+                "graders": [{"type": "exact_output", "expected": "hello"}],
+            },
             {"id": "plain", "prompt": "answer: anything"},
             {"id": "crash", "prompt": "stderr: boom\nexit: 3"},
             {"id": "slow", "prompt": "sleep: 30\nanswer: late"},
@@ -43,9 +52,7 @@ EXPECTED_MIXED = {
 
 
 def outcomes(project: Project) -> dict[str, tuple[str, str | None]]:
-    return {
-        coord: (r["state"], r.get("failure_reason")) for coord, r in project.receipts().items()
-    }
+    return {coord: (r["state"], r.get("failure_reason")) for coord, r in project.receipts().items()}
 
 
 def test_mixed_battery_through_doit(project: Project) -> None:
@@ -190,12 +197,18 @@ def test_seat_environment(project: Project) -> None:
 
 
 def test_exit_codes(project: Project) -> None:
-    project.write_manifest([{"id": "c", "prompt": "answer: x", "graders": [{"type": "exit_status"}]}])
+    project.write_manifest(
+        [{"id": "c", "prompt": "answer: x", "graders": [{"type": "exit_status"}]}]
+    )
     assert project.doit().returncode == 0
     project.write_manifest(
         [
             {"id": "c", "prompt": "answer: x", "graders": [{"type": "exit_status"}]},
-            {"id": "d", "prompt": "answer: y", "graders": [{"type": "exact_output", "expected": "z"}]},
+            {
+                "id": "d",
+                "prompt": "answer: y",
+                "graders": [{"type": "exact_output", "expected": "z"}],
+            },
         ]
     )
     assert project.doit().returncode == 1

@@ -7,8 +7,16 @@ import json
 from conftest import FAKE_CLI, Project
 
 CASES = [
-    {"id": "ok", "prompt": "answer: hello", "graders": [{"type": "exact_output", "expected": "hello"}]},
-    {"id": "no", "prompt": "answer: nope", "graders": [{"type": "exact_output", "expected": "hello"}]},
+    {
+        "id": "ok",
+        "prompt": "answer: hello",
+        "graders": [{"type": "exact_output", "expected": "hello"}],
+    },
+    {
+        "id": "no",
+        "prompt": "answer: nope",
+        "graders": [{"type": "exact_output", "expected": "hello"}],
+    },
     {"id": "free", "prompt": "answer: whatever"},
     {"id": "crash", "prompt": "exit: 2"},
     {"id": "fault", "prompt": "tempfail: upstream 502"},
@@ -38,9 +46,23 @@ def test_terminal_states_are_up_to_date(project: Project) -> None:
 def test_running_cell_reruns_as_next_attempt_keeping_started_at(project: Project) -> None:
     finished(project)
     receipt = project.receipt("ok:agent:1")
-    crashed = {k: receipt[k] for k in ("schema", "cell_id", "coordinate", "case_id", "case",
-                                       "prompt", "seat", "trial", "grader_specs",
-                                       "execution_mode", "attempt", "manifest_digest")}
+    crashed = {
+        k: receipt[k]
+        for k in (
+            "schema",
+            "cell_id",
+            "coordinate",
+            "case_id",
+            "case",
+            "prompt",
+            "seat",
+            "trial",
+            "grader_specs",
+            "execution_mode",
+            "attempt",
+            "manifest_digest",
+        )
+    }
     crashed.update(state="running", started_at="2020-01-02T03:04:05.000Z")
     write_receipt(project, "ok:agent:1", crashed)
     assert project.doit().returncode == 3

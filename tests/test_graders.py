@@ -1,0 +1,536 @@
+"""Graders: every type scores pass / fail, and every fault of the apparatus is a grader_error."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brigade import schemas
+from brigade.graders import (
+    GRADERS,
+    GradeContext,
+    LiveWorkspace,
+    run_graders,
+    spec_problem,
+)
+
+CELL_ID = "c" * 64
+
+
+def context(
+    tmp_path: Path,
+    final_text: str = "hello\n",
+    *,
+    exit_code: int | None = 0,
+    changed_files: tuple[str, ...] | None = None,
+    workspace: bool = True,
+) -> GradeContext:
+    manifest_dir = tmp_path / "manifest"
+    work = tmp_path / "work"
+    manifest_dir.mkdir(exist_ok=True)
+    work.mkdir(exist_ok=True)
+    return GradeContext(
+        cell_id=CELL_ID,
+        final_text=final_text,
+        output_digest="sha256:" + hashlib.sha256(final_text.encode()).hexdigest(),
+        output_ref="run/final.txt",
+        exit_code=exit_code,
+        manifest_dir=manifest_dir,
+        workspace=LiveWorkspace(work) if workspace else None,
+        changed_files=changed_files,
+    )
+
+
+def grade(ctx: GradeContext, spec: dict[str, Any]) -> dict[str, Any]:
+    [result] = run_graders([spec], ctx)
+    assert schemas.problems(result, "brigade.grader_result.v1") == []
+    assert "exit_code" not in result
+    return result
+
+
+def outcome(ctx: GradeContext, spec: dict[str, Any]) -> tuple[str, float | None]:
+    result = grade(ctx, spec)
+    return result["status"], result["score"]
+
+
+PASS = ("scored", 1.0)
+FAIL = ("scored", 0.0)
+ERROR = ("grader_error", None)
+
+
+# --- the result document ----------------------------------------------------
+
+
+def test_result_document(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    results = run_graders(
+        [{"type": "exit_status"}, {"type": "exact_output", "expected": "hello"}], ctx
+    )
+    for result in results:
+        assert result["duration_seconds"] >= 0
+        del result["duration_seconds"]
+    assert results == [
+        {
+            "schema": "brigade.grader_result.v1",
+            "grader_id": "exit_status:0",
+            "grader_type": "exit_status",
+            "version": "1",
+            "status": "scored",
+            "score": 1.0,
+            "score_min": 0,
+            "score_max": 1,
+            "detail": "exit status 0, expected 0",
+            "component_checks": [],
+            "cell_id": CELL_ID,
+            "output_digest": ctx.output_digest,
+            "output_refs": ["run/final.txt"],
+        },
+        {
+            "schema": "brigade.grader_result.v1",
+            "grader_id": "exact_output:1",
+            "grader_type": "exact_output",
+            "version": "1",
+            "status": "scored",
+            "score": 1.0,
+            "score_min": 0,
+            "score_max": 1,
+            "detail": "output equals the expected text",
+            "component_checks": [],
+            "cell_id": CELL_ID,
+            "output_digest": ctx.output_digest,
+            "output_refs": ["run/final.txt"],
+        },
+    ]
+
+
+def test_no_graders_no_results(tmp_path: Path) -> None:
+    assert run_graders([], context(tmp_path)) == []
+
+
+def test_every_type_is_known() -> None:
+    assert sorted(GRADERS) == [
+        "diff_constraints",
+        "exact_output",
+        "exit_status",
+        "expected_file",
+        "file_exists",
+        "json_field",
+        "regex_output",
+        "verify_receipt",
+    ]
+
+
+# --- exit_status -------------------------------------------------------------
+
+
+def test_exit_status(tmp_path: Path) -> None:
+    assert outcome(context(tmp_path, exit_code=0), {"type": "exit_status"}) == PASS
+    assert outcome(context(tmp_path, exit_code=3), {"type": "exit_status"}) == FAIL
+    assert outcome(context(tmp_path, exit_code=3), {"type": "exit_status", "expected": 3}) == PASS
+    assert outcome(context(tmp_path, exit_code=None), {"type": "exit_status"}) == FAIL
+
+
+@pytest.mark.parametrize("expected", [True, "0", 0.0, None])
+def test_exit_status_wrong_field_type(tmp_path: Path, expected: Any) -> None:
+    result = grade(context(tmp_path), {"type": "exit_status", "expected": expected})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"].startswith("field 'expected' must be int, got ")
+
+
+# --- exact_output ------------------------------------------------------------
+
+
+def test_exact_output(tmp_path: Path) -> None:
+    spec = {"type": "exact_output", "expected": "hello"}
+    assert outcome(context(tmp_path, "hello"), spec) == PASS
+    assert outcome(context(tmp_path, "hello\n\n"), spec) == PASS
+    assert outcome(context(tmp_path, "hello\r\n"), spec) == PASS
+    assert outcome(context(tmp_path, "hello"), {**spec, "expected": "hello\n"}) == PASS
+    assert outcome(context(tmp_path, "hello "), spec) == FAIL
+    assert outcome(context(tmp_path, " hello"), spec) == FAIL
+    assert outcome(context(tmp_path, "Hello"), spec) == FAIL
+    assert outcome(context(tmp_path, "\nhello"), spec) == FAIL
+
+
+def test_exact_output_fail_detail(tmp_path: Path) -> None:
+    result = grade(context(tmp_path, "help"), {"type": "exact_output", "expected": "hello"})
+    assert (
+        result["detail"]
+        == "output differs from the expected text (first difference at character 3)"
+    )
+
+
+def test_exact_output_needs_expected(tmp_path: Path) -> None:
+    result = grade(context(tmp_path), {"type": "exact_output"})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"] == "exact_output graders need a 'expected' field"
+
+
+# --- regex_output ------------------------------------------------------------
+
+
+def test_regex_output_multiline_search(tmp_path: Path) -> None:
+    ctx = context(tmp_path, "The answer:\n42\ndone\n")
+    assert outcome(ctx, {"type": "regex_output", "pattern": r"^42$"}) == PASS
+    assert outcome(ctx, {"type": "regex_output", "pattern": "answer"}) == PASS
+    assert outcome(ctx, {"type": "regex_output", "pattern": r"^answer"}) == FAIL
+    assert outcome(ctx, {"type": "regex_output", "pattern": "ANSWER"}) == FAIL
+
+
+def test_regex_output_ignore_case_and_negate(tmp_path: Path) -> None:
+    ctx = context(tmp_path, "I REFUSED.\n")
+    spec = {"type": "regex_output", "pattern": r"\brefused\b"}
+    assert outcome(ctx, {**spec, "ignore_case": True}) == PASS
+    assert outcome(ctx, {**spec, "negate": True}) == PASS
+    assert outcome(ctx, {**spec, "ignore_case": True, "negate": True}) == FAIL
+
+
+@pytest.mark.parametrize("pattern", ["(", "[a-", "a{2,1}", "(?P<x>a)(?P<x>b)"])
+def test_bad_regex_is_grader_error(tmp_path: Path, pattern: str) -> None:
+    result = grade(context(tmp_path), {"type": "regex_output", "pattern": pattern})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"].startswith(f"bad regular expression {pattern!r}: ")
+    assert spec_problem({"type": "regex_output", "pattern": pattern}) == result["detail"]
+
+
+def test_regex_wrong_field_types(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    assert outcome(ctx, {"type": "regex_output", "pattern": 1}) == ERROR
+    assert outcome(ctx, {"type": "regex_output", "pattern": "x", "ignore_case": "yes"}) == ERROR
+    assert outcome(ctx, {"type": "regex_output", "pattern": "x", "negate": 1}) == ERROR
+
+
+# --- spec problems -----------------------------------------------------------
+
+
+def test_unknown_type(tmp_path: Path) -> None:
+    result = grade(context(tmp_path), {"type": "llm_judge", "rubric": "x"})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["grader_id"] == "llm_judge:0"
+    assert result["grader_type"] == "llm_judge"
+    assert result["version"] == "0"
+    assert result["detail"].startswith("unknown grader type 'llm_judge' (known: diff_constraints, ")
+
+
+@pytest.mark.parametrize("kind", [None, 5, ["exit_status"]])
+def test_missing_or_non_string_type(tmp_path: Path, kind: Any) -> None:
+    spec = {} if kind is None else {"type": kind}
+    result = grade(context(tmp_path), spec)
+    assert (result["status"], result["score"]) == ERROR
+    assert result["grader_type"] == "unknown"
+    assert result["grader_id"] == "unknown:0"
+    assert result["detail"].startswith("unknown grader type ")
+
+
+def test_unknown_field(tmp_path: Path) -> None:
+    result = grade(context(tmp_path), {"type": "exact_output", "expected": "x", "expect": "y"})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"] == "unknown field 'expect' for exact_output graders"
+
+
+def test_common_fields_are_allowed(tmp_path: Path) -> None:
+    spec = {"type": "exit_status", "name": "ran", "description": "the seat exited 0"}
+    assert outcome(context(tmp_path), spec) == PASS
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "regex_output"},
+        {"type": "json_field", "path": "a"},
+        {"type": "json_field", "expected": 1},
+        {"type": "file_exists"},
+        {"type": "expected_file"},
+        {"type": "verify_receipt"},
+    ],
+    ids=lambda spec: "-".join(sorted(spec)) + ":" + spec["type"],
+)
+def test_missing_required_field(tmp_path: Path, spec: dict[str, Any]) -> None:
+    result = grade(context(tmp_path), spec)
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"].startswith(f"{spec['type']} graders need a ")
+
+
+def test_grader_fault_does_not_stop_the_others(tmp_path: Path) -> None:
+    results = run_graders(
+        [
+            {"type": "regex_output", "pattern": "("},
+            {"type": "exact_output", "expected": "hello"},
+            {"type": "nope"},
+        ],
+        context(tmp_path),
+    )
+    assert [(r["grader_id"], r["status"], r["score"]) for r in results] == [
+        ("regex_output:0", "grader_error", None),
+        ("exact_output:1", "scored", 1.0),
+        ("nope:2", "grader_error", None),
+    ]
+
+
+# --- json_field --------------------------------------------------------------
+
+DOC = (
+    '{"status": "completed", "checks": {"passed": 3, "ok": true}, '
+    '"items": [{"n": "a"}, {"n": "b"}]}'
+)
+
+
+@pytest.mark.parametrize(
+    "path, expected, result",
+    [
+        ("status", "completed", PASS),
+        ("status", "failed", FAIL),
+        ("checks.passed", 3, PASS),
+        ("checks.passed", 4, FAIL),
+        ("checks.passed", "3", FAIL),
+        ("checks.passed", 3.0, FAIL),
+        ("checks.ok", True, PASS),
+        ("checks.ok", 1, FAIL),
+        ("checks", {"passed": 3, "ok": True}, PASS),
+        ("items.0.n", "a", PASS),
+        ("items.1.n", "b", PASS),
+        ("items.-1.n", "b", PASS),
+        ("items.2.n", "c", FAIL),
+        ("items.x", "a", FAIL),
+        ("missing", None, FAIL),
+        ("status.deeper", "x", FAIL),
+    ],
+)
+def test_json_field(tmp_path: Path, path: str, expected: Any, result: tuple[str, Any]) -> None:
+    spec = {"type": "json_field", "path": path, "expected": expected}
+    assert outcome(context(tmp_path, DOC), spec) == result
+
+
+def test_json_field_null_value(tmp_path: Path) -> None:
+    spec = {"type": "json_field", "path": "a", "expected": None}
+    assert outcome(context(tmp_path, '{"a": null}'), spec) == PASS
+    assert outcome(context(tmp_path, '{"a": 0}'), spec) == FAIL
+    assert outcome(context(tmp_path, "{}"), spec) == FAIL
+
+
+def test_json_field_output_not_json_is_a_fail(tmp_path: Path) -> None:
+    result = grade(
+        context(tmp_path, "not json"), {"type": "json_field", "path": "a", "expected": 1}
+    )
+    assert (result["status"], result["score"]) == FAIL
+    assert result["detail"].startswith("output is not JSON (")
+
+
+@pytest.mark.parametrize("path", ["", ".a", "a.", "a..b"])
+def test_json_field_bad_path(tmp_path: Path, path: str) -> None:
+    spec = {"type": "json_field", "path": path, "expected": 1}
+    assert outcome(context(tmp_path, DOC), spec) == ERROR
+
+
+@pytest.mark.xfail(
+    reason="json_field compares type only at the top level: expected {'ok': 1} or [1] matches "
+    "output {'ok': true} / [true] (Python True == 1), so 'true != 1' fails inside containers",
+    strict=True,
+)
+@pytest.mark.parametrize(
+    "path, expected",
+    [("checks", {"passed": 3, "ok": 1}), ("flags", [1, 0])],
+    ids=["object", "list"],
+)
+def test_json_field_type_strict_inside_containers(tmp_path: Path, path: str, expected: Any) -> None:
+    text = '{"checks": {"passed": 3, "ok": true}, "flags": [true, false]}'
+    spec = {"type": "json_field", "path": path, "expected": expected}
+    assert outcome(context(tmp_path, text), spec) == FAIL
+
+
+# --- file_exists -------------------------------------------------------------
+
+
+def test_file_exists(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    (tmp_path / "work" / "out").mkdir()
+    (tmp_path / "work" / "out" / "report.md").write_text("x")
+    assert outcome(ctx, {"type": "file_exists", "path": "out/report.md"}) == PASS
+    assert outcome(ctx, {"type": "file_exists", "path": "out"}) == PASS
+    assert outcome(ctx, {"type": "file_exists", "path": "out/other.md"}) == FAIL
+
+
+def test_file_exists_without_workspace(tmp_path: Path) -> None:
+    result = grade(context(tmp_path, workspace=False), {"type": "file_exists", "path": "x"})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"] == "no workspace was recorded for this run"
+
+
+def escape_link(tmp_path: Path, folder: str, name: str = "link") -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text('{"status": "completed"}')
+    (tmp_path / folder / name).symlink_to(outside)
+
+
+@pytest.mark.parametrize("kind", ["file_exists", "verify_receipt"])
+@pytest.mark.parametrize("path", ["/etc/hostname", "../outside.txt", "a/../../outside.txt", "link"])
+def test_workspace_paths_may_not_escape(tmp_path: Path, kind: str, path: str) -> None:
+    ctx = context(tmp_path)
+    escape_link(tmp_path, "work")
+    result = grade(ctx, {"type": kind, "path": path})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"].startswith(f"path {path!r} ")
+
+
+def test_symlink_inside_the_workspace_is_fine(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    (tmp_path / "work" / "real.txt").write_text("x")
+    (tmp_path / "work" / "alias.txt").symlink_to(tmp_path / "work" / "real.txt")
+    assert outcome(ctx, {"type": "file_exists", "path": "alias.txt"}) == PASS
+
+
+# --- expected_file -----------------------------------------------------------
+
+
+def test_expected_file(tmp_path: Path) -> None:
+    ctx = context(tmp_path, "line one\nline two\n")
+    (tmp_path / "manifest" / "golden").mkdir()
+    (tmp_path / "manifest" / "golden" / "crlf.txt").write_bytes(b"line one\r\nline two\r\n\r\n")
+    (tmp_path / "manifest" / "golden" / "other.txt").write_text("line one\nline 2\n")
+    assert outcome(ctx, {"type": "expected_file", "path": "golden/crlf.txt"}) == PASS
+    result = grade(ctx, {"type": "expected_file", "path": "golden/other.txt"})
+    assert (result["status"], result["score"]) == FAIL
+    assert result["detail"] == (
+        "output differs from golden/other.txt (first difference at character 14)"
+    )
+
+
+@pytest.mark.parametrize(
+    "path, detail",
+    [
+        ("missing.txt", "cannot read expected file 'missing.txt': No such file or directory"),
+        ("folder", "cannot read expected file 'folder': Is a directory"),
+        ("latin1.txt", "cannot read expected file 'latin1.txt': not UTF-8"),
+        ("/etc/hostname", "path '/etc/hostname' must be a relative path inside its folder"),
+        ("../outside.txt", "path '../outside.txt' must be a relative path inside its folder"),
+        ("link", "path 'link' leads outside its folder"),
+    ],
+)
+def test_unreadable_expected_file_is_grader_error(tmp_path: Path, path: str, detail: str) -> None:
+    ctx = context(tmp_path)
+    (tmp_path / "manifest" / "folder").mkdir()
+    (tmp_path / "manifest" / "latin1.txt").write_bytes(b"caf\xe9\n")
+    escape_link(tmp_path, "manifest")
+    result = grade(ctx, {"type": "expected_file", "path": path})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"] == detail
+
+
+# --- diff_constraints --------------------------------------------------------
+
+
+def test_diff_constraints_pass(tmp_path: Path) -> None:
+    ctx = context(tmp_path, changed_files=("src/app.py", "tests/test_app.py"))
+    spec = {
+        "type": "diff_constraints",
+        "allowed": ["^src/", "^tests/"],
+        "forbidden": ["secret"],
+        "max_files": 2,
+    }
+    result = grade(ctx, spec)
+    assert (result["status"], result["score"]) == PASS
+    assert result["detail"] == "2 changed file(s) within constraints"
+    assert result["component_checks"] == [
+        {"name": "src/app.py", "passed": True},
+        {"name": "tests/test_app.py", "passed": True},
+        {"name": "max_files", "passed": True, "detail": "2 changed, at most 2 allowed"},
+    ]
+
+
+def test_diff_constraints_violations(tmp_path: Path) -> None:
+    ctx = context(tmp_path, changed_files=("src/app.py", "README.md", "src/secret.key"))
+    spec = {
+        "type": "diff_constraints",
+        "allowed": ["^src/"],
+        "forbidden": [r"\.key$"],
+        "max_files": 1,
+    }
+    result = grade(ctx, spec)
+    assert (result["status"], result["score"]) == FAIL
+    assert result["detail"] == ("3 constraint(s) violated: README.md, src/secret.key, max_files")
+    assert result["component_checks"] == [
+        {"name": "src/app.py", "passed": True},
+        {"name": "README.md", "passed": False, "detail": "matches no allowed pattern"},
+        {"name": "src/secret.key", "passed": False, "detail": "matches forbidden '\\\\.key$'"},
+        {"name": "max_files", "passed": False, "detail": "3 changed, at most 1 allowed"},
+    ]
+
+
+def test_diff_constraints_defaults_allow_everything(tmp_path: Path) -> None:
+    assert (
+        outcome(context(tmp_path, changed_files=("a", "b")), {"type": "diff_constraints"}) == PASS
+    )
+    assert outcome(context(tmp_path, changed_files=()), {"type": "diff_constraints"}) == PASS
+    spec = {"type": "diff_constraints", "max_files": 0}
+    assert outcome(context(tmp_path, changed_files=()), spec) == PASS
+    assert outcome(context(tmp_path, changed_files=("a",)), spec) == FAIL
+
+
+def test_diff_constraints_without_changed_files(tmp_path: Path) -> None:
+    result = grade(context(tmp_path, changed_files=None), {"type": "diff_constraints"})
+    assert (result["status"], result["score"]) == ERROR
+    assert "no changed-file list was recorded" in result["detail"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"allowed": ["("]},
+        {"forbidden": ["[z-a]"]},
+        {"allowed": [1]},
+        {"allowed": "^src/"},
+        {"max_files": True},
+        {"max_files": "3"},
+    ],
+)
+def test_diff_constraints_bad_spec(tmp_path: Path, fields: dict[str, Any]) -> None:
+    spec = {"type": "diff_constraints", **fields}
+    assert outcome(context(tmp_path, changed_files=("a",)), spec) == ERROR
+
+
+# --- verify_receipt ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content, result, detail",
+    [
+        (
+            b'{"status": "completed"}',
+            PASS,
+            "out/r.json status is 'completed', expected 'completed'",
+        ),
+        (b'{"status": "failed"}', FAIL, "out/r.json status is 'failed', expected 'completed'"),
+        (b"{}", FAIL, "out/r.json status is None, expected 'completed'"),
+        (b'["completed"]', FAIL, "out/r.json status is None, expected 'completed'"),
+        (b"{not json", FAIL, "out/r.json is not valid JSON"),
+        (b"\xff\xfe", FAIL, "out/r.json is not valid JSON"),
+        (None, FAIL, "out/r.json was not written"),
+    ],
+    ids=["completed", "other status", "no status", "list", "invalid JSON", "binary", "missing"],
+)
+def test_verify_receipt(
+    tmp_path: Path, content: bytes | None, result: tuple[str, Any], detail: str
+) -> None:
+    ctx = context(tmp_path)
+    if content is not None:
+        (tmp_path / "work" / "out").mkdir()
+        (tmp_path / "work" / "out" / "r.json").write_bytes(content)
+    graded = grade(ctx, {"type": "verify_receipt", "path": "out/r.json"})
+    assert (graded["status"], graded["score"]) == result
+    assert graded["detail"] == detail
+
+
+def test_verify_receipt_expected_status(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    (tmp_path / "work" / "r.json").write_text('{"status": "failed"}')
+    spec = {"type": "verify_receipt", "path": "r.json", "expected_status": "failed"}
+    assert outcome(ctx, spec) == PASS
+    assert outcome(ctx, {**spec, "expected_status": 1}) == ERROR
+
+
+def test_verify_receipt_without_workspace(tmp_path: Path) -> None:
+    spec = {"type": "verify_receipt", "path": "r.json"}
+    assert outcome(context(tmp_path, workspace=False), spec) == ERROR

@@ -1,0 +1,331 @@
+"""The resume table (brigade.resume) and what cell.json / attempt folders are trusted for (store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brigade import store
+from brigade.resume import decide, is_transient, reusable_source
+
+CELL_ID = "a" * 64
+OTHER_ID = "b" * 64
+
+
+def receipt(state: str, **extra: Any) -> dict[str, Any]:
+    return {"schema": "brigade.eval_cell.v1", "cell_id": CELL_ID, "state": state, **extra}
+
+
+# --- decide: one test per row of the table -----------------------------------
+
+TERMINAL_STANDS = [
+    receipt("accepted"),
+    receipt("rejected"),
+    receipt("unscored"),
+    receipt("execution_error"),
+    receipt("execution_error", failure_reason="timeout"),
+    receipt("adapter_error", failure_reason="transport_drop"),
+    receipt("adapter_error", failure_reason="provider_5xx"),
+    receipt("adapter_error"),
+]
+TERMINAL_IDS = [
+    "accepted",
+    "rejected",
+    "unscored",
+    "execution_error",
+    "execution_error-timeout",
+    "adapter_error-transport_drop",
+    "adapter_error-provider_5xx",
+    "adapter_error",
+]
+
+
+@pytest.mark.parametrize("reusable", [False, True])
+@pytest.mark.parametrize("recorded", TERMINAL_STANDS, ids=TERMINAL_IDS)
+def test_terminal_states_are_up_to_date(recorded: dict[str, Any], reusable: bool) -> None:
+    assert decide(recorded, retry_transient=False, reusable=reusable) == "skip"
+
+
+@pytest.mark.parametrize("retry", [False, True])
+@pytest.mark.parametrize("reusable", [False, True])
+def test_grader_error_is_regraded(retry: bool, reusable: bool) -> None:
+    assert decide(receipt("grader_error"), retry_transient=retry, reusable=reusable) == "regrade"
+
+
+NEEDS_RUN = [
+    receipt("running"),
+    None,
+    receipt("finished"),
+    receipt(""),
+    receipt("Accepted"),
+    {"cell_id": CELL_ID},
+    {"state": None},
+    {"state": ["accepted"]},
+]
+NEEDS_RUN_IDS = [
+    "running",
+    "missing",
+    "unknown state",
+    "empty state",
+    "wrong case",
+    "no state",
+    "null state",
+    "list state",
+]
+
+
+@pytest.mark.parametrize("retry", [False, True])
+@pytest.mark.parametrize("recorded", NEEDS_RUN, ids=NEEDS_RUN_IDS)
+def test_other_states_run_a_new_attempt(recorded: dict[str, Any] | None, retry: bool) -> None:
+    assert decide(recorded, retry_transient=retry, reusable=False) == "run"
+
+
+@pytest.mark.parametrize("retry", [False, True])
+@pytest.mark.parametrize("recorded", NEEDS_RUN, ids=NEEDS_RUN_IDS)
+def test_other_states_reuse_when_reusable(recorded: dict[str, Any] | None, retry: bool) -> None:
+    assert decide(recorded, retry_transient=retry, reusable=True) == "reuse"
+
+
+@pytest.mark.parametrize(
+    "recorded, action",
+    [
+        (receipt("adapter_error", failure_reason="transport_drop"), "run"),
+        (receipt("adapter_error", failure_reason="provider_5xx"), "run"),
+        (receipt("adapter_error"), "run"),
+        (receipt("execution_error", failure_reason="timeout"), "run"),
+        (receipt("execution_error"), "skip"),
+        (receipt("accepted"), "skip"),
+        (receipt("rejected"), "skip"),
+        (receipt("unscored"), "skip"),
+        (receipt("grader_error"), "regrade"),
+        (receipt("running"), "run"),
+    ],
+    ids=[
+        "adapter_error-transport_drop",
+        "adapter_error-provider_5xx",
+        "adapter_error",
+        "execution_error-timeout",
+        "execution_error",
+        "accepted",
+        "rejected",
+        "unscored",
+        "grader_error",
+        "running",
+    ],
+)
+@pytest.mark.parametrize("reusable", [False, True])
+def test_retry_transient(recorded: dict[str, Any], action: str, reusable: bool) -> None:
+    if action == "run" and recorded["state"] == "running" and reusable:
+        action = "reuse"
+    # a transient fault is re-run for real, never satisfied from another cell's run
+    assert decide(recorded, retry_transient=True, reusable=reusable) == action
+
+
+def test_is_transient() -> None:
+    assert is_transient(receipt("adapter_error")) is True
+    assert is_transient(receipt("execution_error", failure_reason="timeout")) is True
+    assert is_transient(receipt("execution_error")) is False
+    assert is_transient(receipt("execution_error", failure_reason="transport_drop")) is False
+    assert is_transient(receipt("grader_error")) is False
+    assert is_transient(receipt("running")) is False
+
+
+@pytest.mark.parametrize(
+    "recorded, plain, retrying",
+    [
+        (receipt("accepted"), True, True),
+        (receipt("rejected"), True, True),
+        (receipt("unscored"), True, True),
+        (receipt("grader_error"), True, True),
+        (receipt("execution_error"), True, True),
+        (receipt("execution_error", failure_reason="timeout"), True, False),
+        (receipt("adapter_error"), True, False),
+        (receipt("running"), False, False),
+        (receipt("bogus"), False, False),
+        (None, False, False),
+    ],
+)
+def test_reusable_source(recorded: dict[str, Any] | None, plain: bool, retrying: bool) -> None:
+    assert reusable_source(recorded, retry_transient=False) is plain
+    assert reusable_source(recorded, retry_transient=True) is retrying
+
+
+# --- store.recorded_from -----------------------------------------------------
+
+
+def test_recorded_trusted_receipt() -> None:
+    doc = receipt("accepted", attempt=2)
+    recorded = store.recorded_from(doc, CELL_ID)
+    assert recorded == store.Recorded(doc, 2)
+    assert recorded.state == "accepted"
+
+
+def test_recorded_cell_id_mismatch_is_untrusted() -> None:
+    doc = receipt("accepted", attempt=4)
+    recorded = store.recorded_from(doc, OTHER_ID)
+    assert recorded.receipt is None
+    assert recorded.state is None
+    # its attempt number still counts, so numbers never go backwards
+    assert recorded.attempt == 4
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {**receipt("accepted"), "schema": "brigade.eval_cell.v0"},
+        {k: v for k, v in receipt("accepted").items() if k != "schema"},
+        {k: v for k, v in receipt("accepted").items() if k != "cell_id"},
+        receipt("finished"),
+        receipt(""),
+        {k: v for k, v in receipt("accepted").items() if k != "state"},
+    ],
+    ids=["wrong schema", "no schema", "no cell_id", "unknown state", "empty state", "no state"],
+)
+def test_recorded_untrusted_documents(doc: dict[str, Any]) -> None:
+    assert store.recorded_from(doc, CELL_ID) == store.Recorded(None, None)
+
+
+@pytest.mark.parametrize("doc", [None, [], ["accepted"], "accepted", 3, 1.5, True], ids=repr)
+def test_recorded_corrupt_values(doc: Any) -> None:
+    recorded = store.recorded_from(doc, CELL_ID)
+    assert recorded == store.Recorded(None, None)
+    assert recorded.state is None
+
+
+@pytest.mark.parametrize("attempt", [0, -1, True, False, 2.0, "3", None, [1]], ids=repr)
+def test_recorded_attempt_ignored_unless_positive_int(attempt: Any) -> None:
+    doc = receipt("running", attempt=attempt)
+    recorded = store.recorded_from(doc, CELL_ID)
+    assert recorded.attempt is None
+    assert recorded.receipt == doc  # the receipt itself is still this cell's
+
+
+def test_recorded_running_is_trusted() -> None:
+    doc = receipt("running", attempt=1, started_at="2025-01-01T00:00:00Z")
+    assert store.recorded_from(doc, CELL_ID) == store.Recorded(doc, 1)
+
+
+def write_cell_json(out: Path, text: str) -> None:
+    folder = store.cell_dir(out, CELL_ID)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / store.RECEIPT_FILE).write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "text", ["", "{", '{"state": "accepted"', "\x00\x01", "null", "[]"], ids=repr
+)
+def test_read_receipt_unreadable_or_corrupt(tmp_path: Path, text: str) -> None:
+    write_cell_json(tmp_path, text)
+    assert store.read_receipt(tmp_path, CELL_ID) == store.Recorded(None, None)
+
+
+def test_read_receipt_missing(tmp_path: Path) -> None:
+    assert store.read_receipt(tmp_path, CELL_ID) == store.Recorded(None, None)
+
+
+def test_read_receipt_ok(tmp_path: Path) -> None:
+    write_cell_json(
+        tmp_path,
+        '{"schema": "brigade.eval_cell.v1", "cell_id": "%s", "state": "grader_error", '
+        '"attempt": 3}' % CELL_ID,
+    )
+    recorded = store.read_receipt(tmp_path, CELL_ID)
+    assert recorded.state == "grader_error"
+    assert recorded.attempt == 3
+
+
+# --- store.new_attempt -------------------------------------------------------
+
+
+def attempts_dir(out: Path) -> Path:
+    return store.cell_dir(out, CELL_ID) / store.ATTEMPTS_DIR
+
+
+def make(out: Path, *names: str) -> None:
+    for name in names:
+        (attempts_dir(out) / name).mkdir(parents=True)
+
+
+def listing(out: Path) -> list[str]:
+    return sorted(p.name for p in attempts_dir(out).iterdir())
+
+
+def test_first_attempt(tmp_path: Path) -> None:
+    assert store.new_attempt(tmp_path, CELL_ID, None) == 1
+    assert listing(tmp_path) == ["attempt-001"]
+    assert (attempts_dir(tmp_path) / "attempt-001" / "run").is_dir()
+    assert store.run_dir(tmp_path, CELL_ID, 1) == attempts_dir(tmp_path) / "attempt-001" / "run"
+
+
+def test_numbers_are_never_reused(tmp_path: Path) -> None:
+    assert [store.new_attempt(tmp_path, CELL_ID, None) for _ in range(3)] == [1, 2, 3]
+    assert listing(tmp_path) == ["attempt-001", "attempt-002", "attempt-003"]
+
+
+def test_gaps_use_the_highest_folder(tmp_path: Path) -> None:
+    make(tmp_path, "attempt-001", "attempt-004")
+    assert store.new_attempt(tmp_path, CELL_ID, None) == 5
+    assert listing(tmp_path) == ["attempt-001", "attempt-004", "attempt-005"]
+
+
+def test_non_matching_names_are_ignored(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        "attempt-002",
+        "attempt-abc",
+        "attempt-009.bak",
+        "old-attempt-050",
+        "attempt-",
+        "Attempt-070",
+        "notes",
+    )
+    (attempts_dir(tmp_path) / "attempt-080.txt").write_text("x")
+    assert store.new_attempt(tmp_path, CELL_ID, None) == 3
+
+
+def test_unpadded_and_wide_numbers_count(tmp_path: Path) -> None:
+    make(tmp_path, "attempt-7", "attempt-0012")
+    assert store.new_attempt(tmp_path, CELL_ID, None) == 13
+    assert "attempt-013" in listing(tmp_path)
+
+
+def test_recorded_attempt_above_folders(tmp_path: Path) -> None:
+    # the highest folder was deleted; cell.json still remembers attempt 6
+    make(tmp_path, "attempt-001", "attempt-002")
+    assert store.new_attempt(tmp_path, CELL_ID, 6) == 7
+
+
+def test_folders_above_recorded_attempt(tmp_path: Path) -> None:
+    make(tmp_path, "attempt-001", "attempt-008")
+    assert store.new_attempt(tmp_path, CELL_ID, 3) == 9
+
+
+def test_recorded_attempt_without_folders(tmp_path: Path) -> None:
+    assert store.new_attempt(tmp_path, CELL_ID, 2) == 3
+    assert listing(tmp_path) == ["attempt-003"]
+
+
+def test_recorded_attempt_from_untrusted_receipt_counts(tmp_path: Path) -> None:
+    recorded = store.recorded_from(receipt("accepted", attempt=5), OTHER_ID)
+    assert store.new_attempt(tmp_path, CELL_ID, recorded.attempt) == 6
+
+
+def test_ignored_recorded_attempt_falls_back_to_folders(tmp_path: Path) -> None:
+    make(tmp_path, "attempt-002")
+    recorded = store.recorded_from(receipt("running", attempt=-4), CELL_ID)
+    assert store.new_attempt(tmp_path, CELL_ID, recorded.attempt) == 3
+
+
+def test_existing_target_is_skipped(tmp_path: Path) -> None:
+    # a folder created between the scan and mkdir is never taken over
+    make(tmp_path, "attempt-001")
+    (attempts_dir(tmp_path) / "attempt-002").write_text("a racing writer's file")
+    assert store.new_attempt(tmp_path, CELL_ID, None) == 3
+
+
+def test_attempt_numbers_listing(tmp_path: Path) -> None:
+    make(tmp_path, "attempt-003", "x", "attempt-001")
+    assert sorted(store.attempt_numbers(store.cell_dir(tmp_path, CELL_ID))) == [1, 3]
+    assert store.attempt_numbers(tmp_path / "nowhere") == []
