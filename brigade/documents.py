@@ -22,9 +22,13 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    explicit = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
+    # merged keys (`<<: *base`) come first after flattening; explicit keys override them
     loader.flatten_mapping(node)
+    merged = len(node.value) - explicit
     result: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
+    seen: set[Any] = set()
+    for position, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         try:
             hash(key)
@@ -32,10 +36,12 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
             raise yaml.constructor.ConstructorError(
                 None, None, "a mapping key must be a plain value", key_node.start_mark
             ) from None
-        if key in result:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+        if position >= merged:
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
         result[key] = loader.construct_object(value_node, deep=True)
     return result
 

@@ -160,10 +160,22 @@ def _json_field(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
         if value is _MISSING:
             return False, f"{spec['path']} is absent from the output", []
     expected = spec["expected"]
-    # JSON true is not 1: compare types as well as values
-    passed = value == expected and type(value) is type(expected)
+    passed = same_json(value, expected)
     shown = json.dumps(value, ensure_ascii=False)[:200]
     return passed, f"{spec['path']} = {shown}, expected {json.dumps(expected)[:200]}", []
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """JSON equality where true is not 1 (at any depth); 3 and 3.0 are the same number."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, (int, float)) and isinstance(right, (int, float)):
+        return left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(same_json(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(same_json, left, right))
+    return type(left) is type(right) and left == right
 
 
 def _check_json_path(spec: Mapping[str, Any]) -> None:
@@ -348,7 +360,7 @@ def run_graders(specs: Sequence[Mapping[str, Any]], ctx: GradeContext) -> list[d
 def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str, Any]:
     """Run one grader and build its grader_result.v1."""
     start = time.perf_counter()
-    kind = raw.get("type") if isinstance(raw.get("type"), str) else "unknown"
+    kind = raw.get("type") if isinstance(raw.get("type"), str) and raw.get("type") else "unknown"
     version = GRADERS[kind].version if kind in GRADERS else "0"
     try:
         grader, spec = normalized_spec(raw)

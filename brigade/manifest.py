@@ -80,7 +80,8 @@ def manifest_from_document(doc: Any, path: Path, label: str) -> Manifest:
             Case(
                 id=case_id,
                 prompt=prompt,
-                trials=raw.get("trials", default_trials),
+                # the schema admits 2.0 as an integer; identity needs the int
+                trials=int(raw.get("trials", default_trials)),
                 graders=tuple(raw.get("graders", default_graders)),
                 prompt_file=raw.get("prompt_file"),
             )

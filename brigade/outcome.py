@@ -43,7 +43,13 @@ EXIT_REJECTED = 1
 EXIT_UNUSABLE = 2
 EXIT_MEASUREMENT = 3
 
-_5XX = re.compile(r"\b5\d\d\b|server error|internal error|overloaded|bad gateway", re.IGNORECASE)
+# a 5xx status: a standalone 500-599 that is not a size, a duration or a count
+_5XX = re.compile(
+    r"\b5\d\d\b(?!\s*(?:bytes?|b\b|kib|kb|mib|mb|ms|s\b|secs?|seconds?|lines?|tokens?|chars?"
+    r"|characters?|items?|files?|%))|server error|internal error|overloaded|bad gateway"
+    r"|service unavailable|gateway time-?out",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from brigade.identity import text_digest
 from brigade.schemas import format_path
 
 REDACTED = "<redacted>"
-# secrets shorter than this are only matched as whole string values, so an env
-# value like "1" does not flag every coordinate ending in ":1"
+# Shorter prompts are only matched as whole string values, and shorter env
+# values not at all: "1" or "on" would match everywhere. Both are still
+# stripped where they live (prompt fields, seat.env).
 MIN_SUBSTRING = 6
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
 @dataclass(frozen=True)
@@ -30,13 +33,112 @@ class Secrets:
     env_values: frozenset[str]
 
     def items(self) -> Iterator[tuple[str, str]]:
-        """(kind, text) pairs, longest first so nested secrets scrub cleanly."""
+        """(kind, text) pairs, longest first."""
         pairs = (
             [("prompt", p) for p in self.prompts]
             + [("absolute path", p) for p, _ in self.paths]
             + [("env value", v) for v in self.env_values]
         )
         return iter(sorted(pairs, key=lambda pair: -len(pair[1])))
+
+    @cached_property
+    def matcher(self) -> Matcher:
+        """A multi-secret searcher built once."""
+        return Matcher(self)
+
+
+class Matcher:
+    """Finds every secret in a string in one pass: secrets indexed by their first characters.
+
+    Checking each of thousands of prompts against each exported string would be
+    quadratic; here each string costs one dictionary lookup per position.
+    """
+
+    def __init__(self, secrets: Secrets) -> None:
+        self.stand_in: dict[str, str] = {}
+        self.kind: dict[str, str] = {}
+        self.exact: dict[str, str] = {}  # short prompts: whole strings only
+        for absolute, relative in secrets.paths:
+            self._add(absolute, "absolute path", relative)
+        for prompt in secrets.prompts:
+            stand_in = f"<prompt {text_digest(prompt)}>"
+            if len(prompt) < MIN_SUBSTRING:
+                self.exact[prompt] = stand_in
+            else:
+                self._add(prompt, "prompt", stand_in)
+        for value in secrets.env_values:
+            if len(value) >= MIN_SUBSTRING:
+                self._add(value, "env value", REDACTED)
+        # index by the first `width` characters; paths may be shorter than MIN_SUBSTRING
+        self.width = min([MIN_SUBSTRING, *(len(s) for s in self.kind)])
+        self.index: dict[str, list[str]] = {}
+        for secret in sorted(self.kind, key=len, reverse=True):
+            self.index.setdefault(secret[: self.width], []).append(secret)
+
+    def _add(self, secret: str, kind: str, stand_in: str) -> None:
+        if secret not in self.kind:
+            self.kind[secret] = kind
+            self.stand_in[secret] = stand_in
+
+    def _match_at(self, text: str, position: int) -> str | None:
+        bucket = self.index.get(text[position : position + self.width])
+        if not bucket:
+            return None
+        for secret in bucket:  # longest first
+            if text.startswith(secret, position):
+                end = position + len(secret)
+                if (
+                    self.kind[secret] == "absolute path"
+                    and end < len(text)
+                    and (text[end] in _PATH_CHARS)
+                ):
+                    continue  # /w/out is not inside /w/out2
+                return secret
+        return None
+
+    def kinds(self, text: str, *, first_only: bool = False) -> list[str]:
+        """The kinds of secret found in text (all of them, or the first)."""
+        if text in self.exact:
+            return ["prompt"]
+        found: list[str] = []
+        for position in range(len(text) - self.width + 1) if self.index else ():
+            secret = self._match_at(text, position)
+            if secret is not None and self.kind[secret] not in found:
+                found.append(self.kind[secret])
+                if first_only:
+                    break
+        return found
+
+    def first(self, text: str) -> str | None:
+        """The kind of the first secret in text, or None."""
+        found = self.kinds(text, first_only=True)
+        return found[0] if found else None
+
+    def replace(self, text: str) -> str:
+        """Text with every secret replaced by its stand-in (longest match wins)."""
+        if text in self.exact:
+            return self.exact[text]
+        if not self.index or len(text) < self.width:
+            return text
+        pieces: list[str] = []
+        position = last = 0
+        while position <= len(text) - self.width:
+            secret = self._match_at(text, position)
+            if secret is None:
+                position += 1
+                continue
+            pieces.append(text[last:position])
+            end = position + len(secret)
+            stand_in = self.stand_in[secret]
+            if self.kind[secret] == "absolute path" and stand_in == ".":
+                # `<out>/cells/x` becomes `cells/x`; `<out>` alone becomes `.`
+                if text.startswith(os.sep, end):
+                    end += 1
+                    stand_in = ""
+            pieces.append(stand_in)
+            position = last = end
+        pieces.append(text[last:])
+        return "".join(pieces)
 
 
 def make_secrets(
@@ -55,17 +157,7 @@ def make_secrets(
 
 def scrub_text(text: str, secrets: Secrets) -> str:
     """A string with every secret replaced by its safe stand-in."""
-    for absolute, relative in secrets.paths:
-        if absolute in text:
-            text = text.replace(absolute + os.sep, relative + os.sep if relative != "." else "")
-            text = text.replace(absolute, relative)
-    for prompt in secrets.prompts:
-        if prompt == text or (len(prompt) >= MIN_SUBSTRING and prompt in text):
-            text = text.replace(prompt, f"<prompt {text_digest(prompt)}>")
-    for value in secrets.env_values:
-        if value == text or (len(value) >= MIN_SUBSTRING and value in text):
-            text = text.replace(value, REDACTED)
-    return text
+    return secrets.matcher.replace(text)
 
 
 def scrub(value: Any, secrets: Secrets) -> Any:
@@ -127,37 +219,28 @@ class Leak:
         return f"{self.file}: {self.where}: contains {self.kind}"
 
 
-def _contains(text: str, secret: str) -> bool:
-    return text == secret or (len(secret) >= MIN_SUBSTRING and secret in text)
-
-
 def find_leaks_in_json(name: str, doc: Any, secrets: Secrets) -> list[Leak]:
     """Every string (or key) of a JSON document that contains a secret, with its JSON path."""
     leaks: list[Leak] = []
     stack: list[tuple[Any, list[Any]]] = [(doc, [])]
-    pairs = list(secrets.items())
+    first = secrets.matcher.first
     while stack:
         value, path = stack.pop()
         if isinstance(value, dict):
             for key, item in value.items():
-                for kind, secret in pairs:
-                    if _contains(key, secret):
-                        leaks.append(Leak(name, format_path([*path, key]) + " (key)", kind))
+                kind = first(key)
+                if kind:
+                    leaks.append(Leak(name, format_path([*path, key]) + " (key)", kind))
                 stack.append((item, [*path, key]))
         elif isinstance(value, list):
             stack.extend((item, [*path, i]) for i, item in enumerate(value))
         elif isinstance(value, str):
-            for kind, secret in pairs:
-                if _contains(value, secret):
-                    leaks.append(Leak(name, format_path(path), kind))
-                    break
+            kind = first(value)
+            if kind:
+                leaks.append(Leak(name, format_path(path), kind))
     return leaks
 
 
 def find_leaks_in_text(name: str, text: str, secrets: Secrets) -> list[Leak]:
-    """Secrets in a non-JSON exported file (long secrets only, by substring)."""
-    return [
-        Leak(name, "(text)", kind)
-        for kind, secret in secrets.items()
-        if len(secret) >= MIN_SUBSTRING and secret in text
-    ]
+    """Secrets in a non-JSON exported file."""
+    return [Leak(name, "(text)", kind) for kind in sorted(secrets.matcher.kinds(text))]

@@ -21,6 +21,7 @@ def decide(receipt: dict[str, Any] | None, *, retry_transient: bool, reusable: b
       when there is one (`reusable`)
     """
     state = receipt.get("state") if receipt is not None else None
+    state = state if isinstance(state, str) else None
     if receipt is not None and state in UP_TO_DATE:
         if retry_transient and is_transient(receipt):
             return "run"

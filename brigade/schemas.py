@@ -108,6 +108,8 @@ def describe(error: ValidationError) -> str:
         message = message or f"unknown key{hint}"
     elif message is None:
         message = _message(kind, error)
+    if "propertyNames" in error.schema_path and isinstance(instance, str):
+        path.append(instance)  # the offending key itself
     return f"{format_path(path)}: {message}"
 
 

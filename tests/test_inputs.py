@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -13,10 +14,19 @@ from pathlib import Path
 import pytest
 
 from brigade import __version__
+from brigade.cli import build_parser
 from brigade.session import Options, plan_only
 
 COMPAT = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "compat"
-COMMANDS = ["validate", "plan", "run", "regrade", "summary", "show", "export"]
+
+
+def _commands() -> list[str]:
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
+
+
+COMMANDS = _commands()
 
 ROSTER = """\
 schema: brigade.roster.v1
@@ -396,12 +406,6 @@ def test_there_are_at_least_twenty_distinct_bad_inputs() -> None:
     assert len(inputs) == len(BAD)
 
 
-@pytest.mark.xfail(
-    reason="a float trial count (trials: 2.0) passes the schema (2.0 is a JSON integer) and then "
-    "crashes expand() with TypeError: 'float' object cannot be interpreted as an integer "
-    "(exit 1 with a traceback instead of exit 2 or 2 trials)",
-    strict=True,
-)
 @pytest.mark.parametrize("where", ["top", "case"])
 def test_float_trials_do_not_crash(tmp_path: Path, where: str) -> None:
     text = (
@@ -416,11 +420,6 @@ def test_float_trials_do_not_crash(tmp_path: Path, where: str) -> None:
     assert len(result.stderr.splitlines()) <= 1
 
 
-@pytest.mark.xfail(
-    reason="a bad key name (propertyNames) is reported at the parent path without naming the "
-    "key: 'roster.yaml: seats: seat names must not contain ...' / 'seats.worker.env: ...'",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "seats, path",
     [
@@ -600,6 +599,10 @@ def test_help_for_every_command(tmp_path: Path, command: str) -> None:
     assert result.stderr == ""
 
 
+def test_every_documented_command_exists() -> None:
+    assert set(COMMANDS) >= {"validate", "plan", "run", "regrade", "summary", "show", "export"}
+
+
 def test_top_level_help(tmp_path: Path) -> None:
     result = brigade("--help", cwd=tmp_path)
     assert result.returncode == 0
@@ -611,7 +614,6 @@ def test_version(tmp_path: Path) -> None:
     result = brigade("--version", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout == f"brigade {__version__}\n"
-    assert __version__ == "0.1.0"
 
 
 @pytest.mark.parametrize(
@@ -639,12 +641,6 @@ def test_no_command_prints_help_and_exits_2(tmp_path: Path) -> None:
     assert result.stdout.startswith("usage: brigade ")
 
 
-@pytest.mark.xfail(
-    reason="the strict YAML loader reports a YAML merge-key override ({<<: *base, model: y}) as "
-    "\"duplicate key 'model'\" and exits 2, though YAML merge semantics let explicit keys "
-    "override merged ones",
-    strict=True,
-)
 def test_yaml_merge_key_override_is_not_a_duplicate(tmp_path: Path) -> None:
     write_files(
         tmp_path,

@@ -125,11 +125,6 @@ def test_fault_without_5xx_text(detail: str) -> None:
     assert fault_reason(detail) == "transport_drop"
 
 
-@pytest.mark.xfail(
-    reason="fault_reason treats any free-standing number 500-599 as a 5xx status: "
-    "'connection reset after 512 bytes' is classified provider_5xx, not transport_drop",
-    strict=True,
-)
 def test_byte_count_is_not_a_5xx_status() -> None:
     assert fault_reason("connection reset after 512 bytes") == "transport_drop"
 

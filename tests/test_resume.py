@@ -1,4 +1,4 @@
-"""The resume table (brigade.resume) and what cell.json / attempt folders are trusted for (store)."""
+"""The resume table (brigade.resume); what cell.json and attempt folders are trusted for (store)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ NEEDS_RUN = [
     receipt("Accepted"),
     {"cell_id": CELL_ID},
     {"state": None},
-    {"state": ["accepted"]},
+    {"state": 3},
 ]
 NEEDS_RUN_IDS = [
     "running",
@@ -72,7 +72,7 @@ NEEDS_RUN_IDS = [
     "wrong case",
     "no state",
     "null state",
-    "list state",
+    "number state",
 ]
 
 
@@ -86,6 +86,10 @@ def test_other_states_run_a_new_attempt(recorded: dict[str, Any] | None, retry: 
 @pytest.mark.parametrize("recorded", NEEDS_RUN, ids=NEEDS_RUN_IDS)
 def test_other_states_reuse_when_reusable(recorded: dict[str, Any] | None, retry: bool) -> None:
     assert decide(recorded, retry_transient=retry, reusable=True) == "reuse"
+
+
+def test_unhashable_state_runs() -> None:
+    assert decide({"state": ["accepted"]}, retry_transient=False, reusable=False) == "run"
 
 
 @pytest.mark.parametrize(
@@ -180,8 +184,19 @@ def test_recorded_cell_id_mismatch_is_untrusted() -> None:
         receipt("finished"),
         receipt(""),
         {k: v for k, v in receipt("accepted").items() if k != "state"},
+        {**receipt("accepted"), "state": ["accepted"]},
+        {**receipt("accepted"), "cell_id": CELL_ID.upper()},
     ],
-    ids=["wrong schema", "no schema", "no cell_id", "unknown state", "empty state", "no state"],
+    ids=[
+        "wrong schema",
+        "no schema",
+        "no cell_id",
+        "unknown state",
+        "empty state",
+        "no state",
+        "list state",
+        "cell_id case",
+    ],
 )
 def test_recorded_untrusted_documents(doc: dict[str, Any]) -> None:
     assert store.recorded_from(doc, CELL_ID) == store.Recorded(None, None)

@@ -1,0 +1,100 @@
+"""Shared helpers for the benchmarks: build manifests and completed output directories fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DODO = REPO / "dodo.py"
+
+
+def write_inputs(folder: Path, cases: int, trials: int, seats: int = 1, cli: str = "exec:true",
+                 prompt: str = "Say hello") -> tuple[Path, Path]:
+    """A manifest of `cases` x `seats` x `trials` cells and its roster."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [f"seat{i}" for i in range(seats)]
+    roster = folder / "roster.yaml"
+    roster.write_text(yaml.safe_dump({
+        "schema": "brigade.roster.v1",
+        "seats": {name: {"cli": cli} for name in names},
+    }))
+    manifest = folder / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump({
+        "schema": "brigade.eval_manifest.v1",
+        "name": "bench",
+        "trials": trials,
+        "seats": names,
+        "graders": [{"type": "regex_output", "pattern": "hello"}],
+        "cases": [{"id": f"case-{i:06d}", "prompt": f"{prompt} #{i}"} for i in range(cases)],
+    }, sort_keys=False))
+    return manifest, roster
+
+
+def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) -> int:
+    """Write plan.json and a finished receipt for every cell, as a real run would."""
+    from brigade import store
+    from brigade.runner import finish
+    from brigade.session import Options, open_session
+    from brigade.tasks import write_plan
+
+    session = open_session(Options(manifest=manifest, roster=roster, out=out, workspace=workspace))
+    write_plan(out, session.plan.document())
+    now = "2026-01-01T00:00:00.000Z"
+    for cell in session.plan.cells:
+        attempt = store.new_attempt(out, cell.cell_id, None)
+        run_dir = store.run_dir(out, cell.cell_id, attempt)
+        (run_dir / "final.txt").write_text("hello\n")
+        for name in ("stdout.log", "stderr.log"):
+            (run_dir / name).write_text("")
+        run_doc = {
+            "schema": "brigade.run.v1", "cell_id": cell.cell_id, "attempt": attempt,
+            "status": "completed", "exit_code": 0, "signal": None, "duration_seconds": 0.01,
+            "cwd": str(workspace), "started_at": now, "finished_at": now, "failure_kind": None,
+            "failure_detail": None, "adapter": "exec", "argv": ["true"], "executable": None,
+            "executable_version": None, "timeout_seconds": 600.0, "execution_mode": "read-only",
+            "workspace_access": "shared-checkout", "read_only_enforcement": "none",
+            "settings_not_applied": [], "changed_files": None, "workspace_snapshot": None,
+            "stdout_bytes": 6, "stderr_bytes": 0,
+        }
+        (run_dir / "run.json").write_text(json.dumps(run_doc))
+        finish(session.ctx, cell, attempt, now, run_doc, None)
+    return len(session.plan.cells)
+
+
+def timed(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[float, int, str]:
+    """Wall seconds, exit code and stderr of a command."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    return time.perf_counter() - start, done.returncode, done.stderr
+
+
+def child_max_rss_mb() -> float:
+    """Peak resident memory of the largest child process waited for so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def doit_argv(manifest: Path, roster: Path, out: Path, workspace: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "doit", "-f", str(DODO), *extra, f"manifest={manifest}",
+            f"roster={roster}", f"out={out}", f"workspace={workspace}"]
+
+
+def brigade_argv(*args: str) -> list[str]:
+    script = Path(sys.executable).parent / "brigade"
+    return [str(script), *args] if script.exists() else [sys.executable, "-m", "brigade.cli", *args]
+
+
+def emit(name: str, value: float, unit: str, note: str = "") -> None:
+    """One figure per line."""
+    print(f"{name}: {value:.3f} {unit}{('  ' + note) if note else ''}", flush=True)
+
+
+def cpu_count() -> int:
+    return os.cpu_count() or 1

@@ -1,0 +1,219 @@
+"""The JSON Schema files: valid Draft 2020-12, one per tag; one-line messages naming the path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from brigade import schemas
+from brigade.errors import InputError
+
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
+SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*.json"))
+
+
+def test_every_file_has_a_tag() -> None:
+    assert sorted(p.name for p in SCHEMA_FILES) == sorted(schemas.FILES.values())
+    assert len(SCHEMA_FILES) == 8
+
+
+@pytest.mark.parametrize("path", SCHEMA_FILES, ids=[p.name for p in SCHEMA_FILES])
+def test_schema_file_is_valid_draft_2020_12(path: Path) -> None:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(doc)
+    assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    tag = doc["title"]
+    assert schemas.FILES[tag] == path.name
+    assert doc["$id"] == f"urn:brigade:schema:{path.name.removesuffix('.json')}"
+
+
+@pytest.mark.parametrize("tag", sorted(schemas.FILES))
+def test_loaded_schema_is_the_file(tag: str) -> None:
+    on_disk = json.loads((SCHEMA_DIR / schemas.FILES[tag]).read_text(encoding="utf-8"))
+    assert schemas.schema(tag) == on_disk
+
+
+@pytest.mark.parametrize("tag", sorted(schemas.FILES))
+def test_references_resolve(tag: str) -> None:
+    # validating anything walks the $refs between files; an unresolvable one raises
+    assert isinstance(schemas.problems({}, tag), list)
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [t for t in sorted(schemas.FILES) if t not in ("brigade.worker_results.v1",)],
+)
+def test_schema_constant_is_the_tag(tag: str) -> None:
+    assert schemas.schema(tag)["properties"]["schema"] == {"const": tag}
+
+
+# --- format_path ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "parts, text",
+    [
+        (["cases", 2, "graders", 0, "pattern"], "cases[2].graders[0].pattern"),
+        (["seats", "worker", "cli"], "seats.worker.cli"),
+        (["seats", "my-seat_1", "env", "A"], "seats.my-seat_1.env.A"),
+        ([0, "id"], "[0].id"),
+        (["seats", "a:b"], 'seats["a:b"]'),
+        (["seats", "two words", "cli"], 'seats["two words"].cli'),
+        (["seats", "ü"], 'seats["ü"]'),
+        (["x.y"], '["x.y"]'),
+        ([], "(top level)"),
+    ],
+)
+def test_format_path(parts: list[Any], text: str) -> None:
+    assert schemas.format_path(parts) == text
+
+
+# --- describe: messages name the path --------------------------------------------
+
+MANIFEST = "brigade.eval_manifest.v1"
+
+
+def manifest(**changes: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": MANIFEST,
+        "name": "m",
+        "seats": ["worker"],
+        "cases": [
+            {"id": "a", "prompt": "p"},
+            {"id": "b", "prompt": "q"},
+            {"id": "c", "prompt": "r", "graders": [{"type": "regex_output", "pattern": "x"}]},
+        ],
+    }
+    doc.update(changes)
+    return doc
+
+
+def only_problem(doc: Any, tag: str = MANIFEST) -> str:
+    problems = schemas.problems(doc, tag)
+    assert len(problems) == 1, problems
+    return problems[0]
+
+
+def test_valid_manifest_has_no_problems() -> None:
+    assert schemas.problems(manifest(), MANIFEST) == []
+
+
+def test_describe_nested_grader_field() -> None:
+    doc = manifest()
+    doc["cases"][2]["graders"][0] = {"pattern": "x"}
+    assert only_problem(doc) == "cases[2].graders[0].type: is required but missing"
+
+
+def test_describe_nested_grader_type() -> None:
+    doc = manifest()
+    doc["cases"][2]["graders"][0]["type"] = 7
+    assert only_problem(doc) == "cases[2].graders[0].type: expected a string, got an integer"
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"schema": "x"}, 'schema: must be "brigade.eval_manifest.v1", got "x"'),
+        ({"trials": 0}, "trials: must be at least 1, got 0"),
+        ({"trials": True}, "trials: expected an integer, got a boolean"),
+        ({"seats": []}, "seats: must not be empty"),
+        ({"seats": ["a", "a"]}, "seats: contains duplicate entries"),
+        (
+            {"execution": {"mode": "x"}},
+            'execution.mode: must be one of "read-only", "writable-worktree"; got "x"',
+        ),
+        (
+            {"bogus": 1},
+            "bogus: unknown key (allowed: cases, description, execution, graders, "
+            "name, roster, schema, seats, trials)",
+        ),
+        ({"graders": {}}, "graders: expected a list, got a mapping"),
+        (
+            {"name": "a b"},
+            "name: must be a plain name (letters, digits, '.', '_', '-'); it names "
+            "the output folder",
+        ),
+    ],
+)
+def test_describe_messages(changes: dict[str, Any], message: str) -> None:
+    assert only_problem(manifest(**changes)) == message
+
+
+def test_describe_case_level() -> None:
+    doc = manifest()
+    doc["cases"][1] = {"id": "b"}
+    assert only_problem(doc) == "cases[1]: needs a prompt or a prompt_file"
+    doc["cases"][1] = {"id": "b", "prompt": "q", "prompt_file": "q.md"}
+    assert only_problem(doc) == "cases[1]: has both prompt and prompt_file; keep one"
+    doc["cases"][1] = {"id": "b", "prompt": "q", "extra": 1}
+    assert only_problem(doc).startswith("cases[1].extra: unknown key (allowed: ")
+
+
+def test_describe_roster_paths() -> None:
+    doc = {"schema": "brigade.roster.v1", "seats": {"worker": {"cli": "x", "env": {"A": 1}}}}
+    assert only_problem(doc, "brigade.roster.v1") == (
+        "seats.worker.env.A: expected a string, got an integer"
+    )
+    doc = {"schema": "brigade.roster.v1", "seats": {"worker": {"model": "m"}}}
+    assert only_problem(doc, "brigade.roster.v1") == "seats.worker.cli: is required but missing"
+
+
+def test_describe_top_level() -> None:
+    assert only_problem([]) == "(top level): expected a mapping, got a list"
+
+
+def test_describe_long_values_are_shortened() -> None:
+    problem = only_problem(manifest(schema="x" * 100))
+    assert problem == 'schema: must be "brigade.eval_manifest.v1", got "' + "x" * 56 + "..."
+
+
+def test_check_input_one_line_with_label_and_count() -> None:
+    doc = manifest(trials=0, bogus=1)
+    with pytest.raises(InputError) as caught:
+        schemas.check_input(doc, MANIFEST, "dir/m.yaml")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("dir/m.yaml: ")
+    assert message.endswith(" (and 1 more problem)")
+
+
+def test_check_input_ok() -> None:
+    assert schemas.check_input(manifest(), MANIFEST, "m.yaml") is None
+
+
+def test_check_output_raises_invalid_document() -> None:
+    with pytest.raises(schemas.InvalidDocument) as caught:
+        schemas.check_output({"schema": "brigade.grader_result.v1"}, "brigade.grader_result.v1")
+    assert str(caught.value).startswith("brigade.grader_result.v1: ")
+
+
+def test_grader_result_has_no_exit_code() -> None:
+    properties = schemas.schema("brigade.grader_result.v1")["properties"]
+    assert "exit_code" not in properties
+    assert schemas.schema("brigade.grader_result.v1")["additionalProperties"] is False
+
+
+def test_grader_error_score_must_be_null() -> None:
+    result = {
+        "schema": "brigade.grader_result.v1",
+        "grader_id": "regex_output:0",
+        "grader_type": "regex_output",
+        "version": "1",
+        "status": "grader_error",
+        "score": 0.0,
+        "score_min": 0,
+        "score_max": 1,
+        "detail": "bad pattern",
+        "component_checks": [],
+        "duration_seconds": 0.0,
+        "cell_id": "a" * 64,
+        "output_digest": None,
+        "output_refs": [],
+    }
+    assert schemas.problems(result, "brigade.grader_result.v1") == ["score: must be null, got 0.0"]
+    assert schemas.problems({**result, "score": None}, "brigade.grader_result.v1") == []
+    assert schemas.problems({**result, "exit_code": 0}, "brigade.grader_result.v1") != []
