@@ -160,6 +160,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         updated = regrade(ctx, cell, receipt)
         changed += updated["state"] != receipt["state"]
     summary = write_summary(out, plan)
+    export(out, plan, workspace=workspace)
     print(
         f"regraded {len(gradeable)} cell(s) from stored output ({changed} changed state); "
         f"{_counts_line(summary['counts'])}"

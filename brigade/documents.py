@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -88,21 +91,88 @@ def parse_text(text: str, *, json_only: bool, label: str) -> Any:
         raise InputError(f"{label}: {_one_line(str(exc))}") from None
 
 
-def read_document(path: Path, label: str | None = None) -> Any:
-    """Read a YAML or JSON file (JSON when the name ends in .json)."""
-    label = label or str(path)
+def _read_bytes(path: Path, label: str) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{label}: file not found") from None
     except IsADirectoryError:
         raise InputError(f"{label}: is a directory, expected a file") from None
     except OSError as exc:
         raise InputError(f"{label}: cannot read: {exc.strerror}") from None
+
+
+def _parse(data: bytes, path: Path, label: str) -> Any:
     text = decode_utf8(data, label)
     doc = parse_text(text, json_only=path.suffix.lower() == ".json", label=label)
     check_json_shaped(doc, label)
     return doc
+
+
+def read_document(path: Path, label: str | None = None) -> Any:
+    """Read a YAML or JSON file (JSON when the name ends in .json)."""
+    label = label or str(path)
+    return _parse(_read_bytes(path, label), path, label)
+
+
+# Inputs at least this large are cached once valid: parsing and validating a
+# 10,000-case YAML manifest costs more than reading every receipt of its run.
+CACHE_MIN_BYTES = 256 * 1024
+
+
+def cache_dir() -> Path:
+    """$BRIGADE_CACHE_DIR, else $XDG_CACHE_HOME/brigade, else ~/.cache/brigade."""
+    explicit = os.environ.get("BRIGADE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "brigade"
+
+
+def read_valid_document(path: Path, label: str, schema_tag: str) -> Any:
+    """Read a document and validate it against its schema (one-line InputError when not).
+
+    A large input that validated before is taken from a cache keyed by the
+    digest of its bytes, the schema and brigade's version, so an unchanged
+    manifest is not parsed and validated again on every resume.
+    """
+    from brigade import __version__, schemas
+
+    data = _read_bytes(path, label)
+    entry: Path | None = None
+    if len(data) >= CACHE_MIN_BYTES:
+        key = hashlib.sha256(
+            b"\0".join(
+                [
+                    data,
+                    path.suffix.lower().encode(),
+                    schema_tag.encode(),
+                    json.dumps(schemas.schema(schema_tag), sort_keys=True).encode(),
+                    __version__.encode(),
+                ]
+            )
+        ).hexdigest()
+        entry = cache_dir() / "inputs" / f"{key}.json"
+        try:
+            return json.loads(entry.read_bytes())
+        except (OSError, ValueError):
+            pass
+    doc = _parse(data, path, label)
+    schemas.check_input(doc, schema_tag, label)
+    if entry is not None:
+        _remember(entry, doc)
+    return doc
+
+
+def _remember(entry: Path, doc: Any) -> None:
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(doc, handle, separators=(",", ":"))
+        os.replace(tmp, entry)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
 
 
 def decode_utf8(data: bytes, label: str) -> str:

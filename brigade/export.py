@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from brigade import schemas, store
-from brigade.identity import CELL_SCHEMA
+from brigade.identity import CELL_SCHEMA, text_digest
 from brigade.plan import PLAN_SCHEMA, Plan
 from brigade.projection import (
     Leak,
@@ -21,7 +23,6 @@ from brigade.projection import (
     project_summary,
 )
 from brigade.results import current_receipts
-from brigade.summary import SUMMARY_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -54,68 +55,178 @@ def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets
     )
 
 
-def _write_if_changed(path: Path, doc: dict[str, object], schema_tag: str) -> None:
-    schemas.check_output(doc, schema_tag)
-    data = store.dumps(doc)
+def _stamp(receipt: dict[str, Any]) -> str:
+    """Changes whenever a receipt is rewritten with new content (run, regrade)."""
+    return f"{receipt.get('attempt')}|{receipt.get('state')}|{receipt.get('graded_at')}"
+
+
+def _file_stat(path: Path | str) -> list[int] | None:
     try:
-        if path.read_bytes() == data:
-            return
+        info = os.stat(path)
     except OSError:
-        pass
+        return None
+    return [info.st_size, info.st_mtime_ns]
+
+
+class _State:
+    """What the last export wrote and checked, so an unchanged cell costs one stat.
+
+    Kept beside the output directory's other bookkeeping, not in the export.
+    """
+
+    def __init__(self, out: Path, dest: Path, key: str) -> None:
+        self.path = out / ".export-state" / f"{text_digest(str(dest))[7:23]}.json"
+        self.key = key
+        previous = store.read_json(self.path)
+        valid = isinstance(previous, dict) and previous.get("key") == key
+        files = previous.get("files") if valid and isinstance(previous, dict) else None
+        self.files: dict[str, list[Any]] = files if isinstance(files, dict) else {}
+
+    def unchanged(self, relative: str, path: Path | str, stamp: str) -> bool:
+        entry = self.files.get(relative)
+        return entry is not None and entry[2] == stamp and entry[:2] == _file_stat(path)
+
+    def record(self, relative: str, path: Path, stamp: str) -> None:
+        stat = _file_stat(path)
+        if stat is not None:
+            self.files[relative] = [*stat, stamp]
+
+    def save(self) -> None:
+        store.atomic_write_bytes(
+            self.path, json.dumps({"key": self.key, "files": self.files}).encode(), durable=False
+        )
+
+
+def _write(path: Path, doc: dict[str, Any], schema_tag: str | None) -> None:
+    if schema_tag is not None:
+        schemas.check_output(doc, schema_tag)
     # a derived file: atomic, but not worth an fsync per cell
-    store.atomic_write_bytes(path, data, durable=False)
+    store.atomic_write_bytes(path, store.dumps(doc), durable=False)
+
+
+def _projection_key(out: Path, secrets: Secrets) -> str:
+    material = {
+        "version": 1,
+        "out": str(out),
+        "prompts": sorted(text_digest(p) for p in secrets.prompts),
+        "paths": [list(pair) for pair in secrets.paths],
+        "env": sorted(text_digest(v) for v in secrets.env_values),
+    }
+    return text_digest(json.dumps(material, sort_keys=True))
 
 
 def export(
-    out: Path, plan: Plan, dest: Path | None = None, workspace: Path | None = None
+    out: Path,
+    plan: Plan,
+    dest: Path | None = None,
+    workspace: Path | None = None,
+    receipts: Mapping[str, dict[str, Any] | None] | None = None,
 ) -> ExportResult:
-    """Write the projection of the current plan's results to `dest` and check it for leaks."""
+    """Write the projection of the current plan's results to `dest` and check it for leaks.
+
+    Only cells whose receipt changed since the last export are projected again;
+    every file in `dest` that is new or changed since it was last checked is
+    checked (so a file planted there is always caught).
+    """
+    out = out.absolute()
     dest = (dest or out / store.EXPORT_DIR).absolute()
     secrets = secrets_for(out, plan, workspace)
-    out_text = str(out.absolute())
-    plan_doc = store.read_json(out / store.PLAN_FILE)
-    if not isinstance(plan_doc, dict):
-        plan_doc = plan.document()
-    _write_if_changed(dest / store.PLAN_FILE, project_plan(plan_doc, secrets), PLAN_SCHEMA)
-    summary = store.read_json(out / store.SUMMARY_FILE)
-    if isinstance(summary, dict):
-        _write_if_changed(
-            dest / store.SUMMARY_FILE, project_summary(summary, secrets), SUMMARY_SCHEMA
-        )
+    state = _State(out, dest, _projection_key(out, secrets))
+    receipts = receipts if receipts is not None else current_receipts(out, plan)
+    written: dict[str, str] = {}  # relative name -> stamp
+    plan_stat = _file_stat(out / store.PLAN_FILE)
+    sources: list[tuple[str, str | None, Path, Callable[..., dict[str, Any]], str | None]] = [
+        (store.PLAN_FILE, PLAN_SCHEMA, out / store.PLAN_FILE, project_plan, f"plan {plan_stat}"),
+        # the summary was validated when written and its projection only rewrites
+        # strings; validating its long value lists twice per run is not worth it
+        (store.SUMMARY_FILE, None, out / store.SUMMARY_FILE, project_summary, None),
+    ]
+    for name, tag, source, project, stamp in sources:
+        target = dest / name
+        if stamp is not None and state.unchanged(name, target, stamp):
+            written[name] = stamp
+            continue
+        doc = store.read_json(source)
+        if isinstance(doc, dict):
+            _write(target, project(doc, secrets), tag)
+            written[name] = stamp or f"{name} {_file_stat(target)}"
     cells_dest = dest / store.CELLS_DIR
-    written = set()
-    for cell_id, receipt in current_receipts(out, plan).items():
+    cells_text = str(cells_dest)
+    out_text = str(out)
+    verified: set[str] = set()  # unchanged since an earlier export checked them
+    for cell_id, receipt in receipts.items():
         if receipt is None:
             continue
-        name = f"{cell_id}.json"
-        _write_if_changed(
-            cells_dest / name, project_receipt(receipt, out_text, secrets), CELL_SCHEMA
-        )
-        written.add(name)
+        name = f"{store.CELLS_DIR}/{cell_id}.json"
+        stamp = _stamp(receipt)
+        cell_target = f"{cells_text}/{cell_id}.json"
+        if state.unchanged(name, cell_target, stamp):
+            verified.add(name)
+        else:
+            _write(Path(cell_target), project_receipt(receipt, out_text, secrets), CELL_SCHEMA)
+            state.files.pop(name, None)  # written again: check it again
+        written[name] = stamp
     # the export mirrors the current plan: projected receipts of other cells go
     if cells_dest.is_dir():
-        for entry in cells_dest.iterdir():
-            if entry.suffix == ".json" and entry.name not in written and entry.is_file():
-                entry.unlink()
-    leaks = check(dest, secrets)
-    return ExportResult(dest=dest, files=len(written) + 2, leaks=tuple(leaks))
+        for entry in os.scandir(cells_dest):
+            if entry.name.endswith(".json") and f"{store.CELLS_DIR}/{entry.name}" not in written:
+                if entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+    before = dict(state.files)
+    leaks = _check_changed(dest, secrets, state, written, verified)
+    if not leaks and state.files != before:
+        state.save()
+    return ExportResult(dest=dest, files=len(written), leaks=tuple(leaks))
+
+
+def _check_changed(
+    dest: Path, secrets: Secrets, state: _State, written: dict[str, str], verified: set[str]
+) -> list[Leak]:
+    """Check every file in dest that was not checked, unchanged, by an earlier export."""
+    leaks: list[Leak] = []
+    fresh: dict[str, list[Any]] = {}
+    base = str(dest)
+    for root, _, names in os.walk(base):
+        folder = os.path.relpath(root, base)
+        for name in names:
+            relative = name if folder == "." else f"{folder}/{name}"
+            if relative in verified:
+                fresh[relative] = state.files[relative]
+                continue
+            path = Path(root) / name
+            stamp = written.get(relative, "unknown")
+            if state.unchanged(relative, path, stamp):
+                fresh[relative] = state.files[relative]
+                continue
+            found = check_file(path, f"{dest.name}/{relative}", secrets)
+            leaks.extend(found)
+            stat = _file_stat(path)
+            if not found and stat is not None:
+                fresh[relative] = [*stat, stamp]
+    state.files = fresh
+    return sorted(leaks, key=str)
+
+
+def check_file(path: Path, label: str, secrets: Secrets) -> list[Leak]:
+    """The leaks in one exported file (JSON by path, anything else as text)."""
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return []
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return find_leaks_in_text(label, text, secrets)
+    return find_leaks_in_json(label, doc, secrets)
 
 
 def check(dest: Path, secrets: Secrets) -> list[Leak]:
-    """Every leak in every file under `dest`."""
+    """Every leak in every file under `dest` (no incremental state)."""
     leaks: list[Leak] = []
     for root, _, names in os.walk(dest):
         for name in sorted(names):
             path = Path(root) / name
-            label = str(path.relative_to(dest.parent)) if dest.parent in path.parents else str(path)
-            try:
-                text = path.read_bytes().decode("utf-8", "replace")
-            except OSError:
-                continue
-            try:
-                doc = json.loads(text)
-            except ValueError:
-                leaks.extend(find_leaks_in_text(label, text, secrets))
-                continue
-            leaks.extend(find_leaks_in_json(label, doc, secrets))
+            leaks.extend(
+                check_file(path, f"{dest.name}/{path.relative_to(dest).as_posix()}", secrets)
+            )
     return leaks

@@ -83,3 +83,37 @@ def run_key(payload: dict[str, Any]) -> str:
     """
     without_graders = {k: v for k, v in payload.items() if k != "graders"}
     return sha256_hex(canonical_json(without_graders).encode("utf-8"))
+
+
+def trial_digests(
+    *,
+    case_id: str,
+    prompt: str,
+    seat: dict[str, Any],
+    graders: list[dict[str, Any]],
+    execution_mode: str,
+    trials: int,
+) -> list[tuple[int, str, str]]:
+    """(trial, cell_id, run_key) for trials 1..N of one case on one seat.
+
+    Byte for byte the canonical JSON of `identity_payload` (keys sorted:
+    case, execution_mode, graders, schema, seat, trial), with the parts the
+    trials share serialised once; a test holds it equal to `cell_id`/`run_key`.
+    """
+    case = canonical_json({"id": case_id, "prompt": normalize_prompt(prompt)})
+    mode = canonical_json(execution_mode)
+    seat_text = canonical_json({key: seat[key] for key in SEAT_KEYS})
+    schema = canonical_json(CELL_SCHEMA)
+    head = f'{{"case":{case},"execution_mode":{mode},'
+    with_graders = (
+        f'{head}"graders":{canonical_json(graders)},"schema":{schema},"seat":{seat_text},"trial":'
+    )
+    without = f'{head}"schema":{schema},"seat":{seat_text},"trial":'
+    return [
+        (
+            trial,
+            sha256_hex(f"{with_graders}{trial}}}".encode()),
+            sha256_hex(f"{without}{trial}}}".encode()),
+        )
+        for trial in range(1, trials + 1)
+    ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade import schemas
-from brigade.documents import decode_utf8, read_document
+from brigade.documents import decode_utf8, read_valid_document
 from brigade.errors import InputError
 from brigade.identity import canonical_json, normalize_prompt, text_digest
 
@@ -48,13 +48,16 @@ class Manifest:
 def load_manifest(path: Path, label: str | None = None) -> Manifest:
     """Read, validate and resolve a manifest; InputError (exit 2) on any problem."""
     label = label or str(path)
-    doc = read_document(path, label)
-    return manifest_from_document(doc, path, label)
+    doc = read_valid_document(path, label, MANIFEST_SCHEMA)
+    return manifest_from_document(doc, path, label, validated=True)
 
 
-def manifest_from_document(doc: Any, path: Path, label: str) -> Manifest:
-    """Validate a parsed manifest document and resolve its cases."""
-    schemas.check_input(doc, MANIFEST_SCHEMA, label)
+def manifest_from_document(
+    doc: Any, path: Path, label: str, *, validated: bool = False
+) -> Manifest:
+    """Validate a parsed manifest document (unless already done) and resolve its cases."""
+    if not validated:
+        schemas.check_input(doc, MANIFEST_SCHEMA, label)
     base = path.resolve().parent
     default_trials = doc.get("trials", 1)
     default_graders = doc.get("graders", [])

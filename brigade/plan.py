@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from brigade.errors import InputError
-from brigade.identity import cell_id as hash_cell
-from brigade.identity import identity_payload, run_key
+from brigade.identity import canonical_json, identity_payload, run_key, text_digest, trial_digests
 from brigade.manifest import Manifest
 from brigade.roster import Roster, SeatSpec
 
@@ -84,22 +83,22 @@ def expand(manifest: Manifest, roster: Roster, roster_label: str) -> list[Cell]:
             )
         seats.append(roster.seats[name])
     cells: list[Cell] = []
+    identities = [seat.identity() for seat in seats]
     for case in manifest.cases:
         graders = list(case.graders)
-        for seat in seats:
-            seat_identity = seat.identity()
-            for trial in range(1, case.trials + 1):
-                payload = identity_payload(
-                    case_id=case.id,
-                    prompt=case.prompt,
-                    seat=seat_identity,
-                    trial=trial,
-                    graders=graders,
-                    execution_mode=manifest.execution_mode,
-                )
+        for seat, seat_identity in zip(seats, identities, strict=True):
+            digests = trial_digests(
+                case_id=case.id,
+                prompt=case.prompt,
+                seat=seat_identity,
+                graders=graders,
+                execution_mode=manifest.execution_mode,
+                trials=case.trials,
+            )
+            for trial, cell_id, trial_run_key in digests:
                 cells.append(
                     Cell(
-                        cell_id=hash_cell(payload),
+                        cell_id=cell_id,
                         coordinate=coordinate(case.id, seat.name, trial),
                         case_id=case.id,
                         prompt=case.prompt,
@@ -107,7 +106,7 @@ def expand(manifest: Manifest, roster: Roster, roster_label: str) -> list[Cell]:
                         trial=trial,
                         graders=case.graders,
                         execution_mode=manifest.execution_mode,
-                        run_key=run_key(payload),
+                        run_key=trial_run_key,
                     )
                 )
     return cells
@@ -134,6 +133,21 @@ def stale_cells(cells: list[Cell], previous: dict[str, Any] | None) -> list[dict
         for coord, cid in current.items()
         if coord in previous_ids and previous_ids[coord] != cid
     ]
+
+
+def cells_key(
+    name: str, manifest_digest: str, cells: list[Cell], context: dict[str, str] | None
+) -> str:
+    """A digest that changes whenever plan.json would (stale cells aside)."""
+    material = canonical_json(
+        {
+            "name": name,
+            "manifest_digest": manifest_digest,
+            "context": context,
+            "cells": [cell.cell_id for cell in cells],
+        }
+    )
+    return text_digest(material)
 
 
 def build_plan(

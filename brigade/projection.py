@@ -145,12 +145,14 @@ def make_secrets(
     prompts: Iterable[str], paths: Iterable[tuple[str, str]], env_values: Iterable[str]
 ) -> Secrets:
     """Secrets without empty strings or useless root paths."""
-    usable_paths = tuple(
-        (os.path.normpath(p), r) for p, r in paths if p and len(os.path.normpath(p).strip("/")) > 1
-    )
+    stand_ins: dict[str, str] = {}
+    for path, stand_in in paths:
+        normal = os.path.normpath(path) if path else ""
+        if len(normal.strip("/")) > 1:
+            stand_ins.setdefault(normal, stand_in)  # the first stand-in named wins
     return Secrets(
         prompts=frozenset(p for p in prompts if p.strip()),
-        paths=tuple(sorted(set(usable_paths), key=lambda pair: -len(pair[0]))),
+        paths=tuple(sorted(stand_ins.items(), key=lambda pair: (-len(pair[0]), pair[0]))),
         env_values=frozenset(v for v in env_values if v.strip()),
     )
 
@@ -233,7 +235,11 @@ def find_leaks_in_json(name: str, doc: Any, secrets: Secrets) -> list[Leak]:
                     leaks.append(Leak(name, format_path([*path, key]) + " (key)", kind))
                 stack.append((item, [*path, key]))
         elif isinstance(value, list):
-            stack.extend((item, [*path, i]) for i, item in enumerate(value))
+            stack.extend(
+                (item, [*path, i])
+                for i, item in enumerate(value)
+                if isinstance(item, (str, list, dict))  # numbers cannot leak anything
+            )
         elif isinstance(value, str):
             kind = first(value)
             if kind:

@@ -33,6 +33,7 @@ class RunInfo:
     loaded_states: dict[str, str | None]  # cell_id -> state recorded at load time
     wait: bool
     notes: list[str] = field(default_factory=list)
+    collected: dict[str, str | None] = field(default_factory=dict)  # finished, no own task
     exit_code: int | None = None
     summary: dict[str, Any] | None = None
 
@@ -76,6 +77,9 @@ def make_reporter(info: RunInfo) -> type:
                 signal.signal(signum, self._on_signal)
             for note in info.notes:
                 self.err.write(f"brigade: {note}\n")
+            for state in info.collected.values():
+                self.finished += 1
+                self.done[state or "missing"] += 1
             self._progress()
 
         def get_status(self, task: Any) -> None:
@@ -93,7 +97,7 @@ def make_reporter(info: RunInfo) -> type:
 
         def skip_uptodate(self, task: Any) -> None:
             cell_id = info.cell_tasks.get(task.name)
-            if cell_id is not None:
+            if cell_id is not None and cell_id not in info.collected:
                 self._count(info.loaded_states.get(cell_id))
 
         def skip_ignore(self, task: Any) -> None:

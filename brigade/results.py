@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,20 @@ from brigade.summary import SUMMARY_SCHEMA, build_summary
 Receipts = dict[str, dict[str, Any] | None]
 
 
-def current_receipts(out: Path, plan: Plan) -> Receipts:
-    """cell_id -> trusted receipt (None when missing or untrusted) for every planned cell."""
-    return {cell.cell_id: store.read_receipt(out, cell.cell_id).receipt for cell in plan.cells}
+def current_receipts(
+    out: Path, plan: Plan, known: Mapping[str, dict[str, Any] | None] | None = None
+) -> Receipts:
+    """cell_id -> trusted receipt (None when missing or untrusted) for every planned cell.
+
+    `known` receipts (read earlier, unchanged since) are used instead of re-reading.
+    """
+    known = known or {}
+    return {
+        cell.cell_id: known[cell.cell_id]
+        if cell.cell_id in known
+        else store.read_receipt(out, cell.cell_id).receipt
+        for cell in plan.cells
+    }
 
 
 def stale_receipts(out: Path, plan: Plan) -> Receipts:
@@ -33,9 +45,9 @@ def summarize(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[s
     return build_summary(plan, receipts, stale_receipts(out, plan), utc_now())
 
 
-def write_summary(out: Path, plan: Plan) -> dict[str, Any]:
+def write_summary(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
     """Compute and atomically write summary.json."""
-    summary = summarize(out, plan)
+    summary = summarize(out, plan, receipts)
     store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA)
     return summary
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade import schemas
-from brigade.documents import read_document
+from brigade.documents import read_valid_document
 from brigade.errors import InputError
 
 ROSTER_SCHEMA = "brigade.roster.v1"
@@ -59,15 +59,16 @@ class Roster:
 def load_roster(path: Path, label: str | None = None) -> Roster:
     """Read and validate a roster file; InputError (exit 2) on any problem."""
     label = label or str(path)
-    doc = read_document(path, label)
-    return roster_from_document(doc, path, label)
+    doc = read_valid_document(path, label, ROSTER_SCHEMA)
+    return roster_from_document(doc, path, label, validated=True)
 
 
-def roster_from_document(doc: Any, path: Path, label: str) -> Roster:
-    """Validate a parsed roster document and build SeatSpecs."""
+def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = False) -> Roster:
+    """Validate a parsed roster document (unless already done) and build SeatSpecs."""
     from brigade.adapters import check_cli  # adapters know which CLI names exist
 
-    schemas.check_input(doc, ROSTER_SCHEMA, label)
+    if not validated:
+        schemas.check_input(doc, ROSTER_SCHEMA, label)
     codex_transport = doc.get("codex_transport", DEFAULT_CODEX_TRANSPORT)
     default_timeout = float(doc.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS))
     roster_dir = str(path.resolve().parent)

@@ -12,7 +12,6 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
-from referencing import Registry, Resource
 
 from brigade.errors import InputError
 
@@ -50,17 +49,52 @@ def _schema_text(name: str) -> str:
         return (Path(__file__).resolve().parent.parent / "schemas" / name).read_text("utf-8")
 
 
+_ANNOTATIONS = frozenset({"description", "title", "$comment"})
+
+
 @cache
-def _registry() -> Registry:
-    # schemas refer to each other by $id (urn:brigade:schema:...)
-    resources_ = [Resource.from_contents(schema(tag)) for tag in FILES]
-    return Registry().with_resources((str(r.id()), r) for r in resources_ if r.id())
+def _by_id() -> dict[str, dict[str, Any]]:
+    return {schema(tag)["$id"]: schema(tag) for tag in FILES}
+
+
+def _resolve(ref: str, root: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The subschema a $ref points at, and the document it lives in."""
+    base, _, pointer = ref.partition("#")
+    document = _by_id()[base] if base else root
+    target: Any = document
+    for part in filter(None, pointer.split("/")):
+        target = target[part.replace("~1", "/").replace("~0", "~")]
+    return target, document
+
+
+def inline_refs(node: Any, root: dict[str, Any]) -> Any:
+    """The schema with every $ref replaced by its target (our schemas are not recursive).
+
+    jsonschema resolves a $ref on every instance it validates; resolving them
+    once makes validating a 100,000-case manifest several times faster.
+    """
+    if isinstance(node, list):
+        return [inline_refs(item, root) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target, document = _resolve(node["$ref"], root)
+        resolved = inline_refs(target, document)
+        rest = {k: inline_refs(v, root) for k, v in node.items() if k != "$ref"}
+        if set(rest) <= _ANNOTATIONS:
+            return {**resolved, **rest}
+        return {"allOf": [resolved], **rest}
+    return {
+        key: (value if key in ("const", "enum", "default") else inline_refs(value, root))
+        for key, value in node.items()
+        if key != "$defs"
+    }
 
 
 @cache
 def validator(tag: str) -> Draft202012Validator:
-    """A cached validator for a document tag."""
-    return Draft202012Validator(schema(tag), registry=_registry())
+    """A cached validator for a document tag (references resolved once)."""
+    return Draft202012Validator(inline_refs(schema(tag), schema(tag)))
 
 
 def check_input(doc: Any, tag: str, label: str) -> None:

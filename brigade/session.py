@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from brigade import graders, store, worktree
 from brigade.doctor import read_only_warnings
@@ -16,7 +15,7 @@ from brigade.errors import InputError
 from brigade.identity import cell_id as hash_cell
 from brigade.identity import identity_payload, run_key
 from brigade.manifest import Manifest, load_manifest
-from brigade.plan import Plan, build_plan
+from brigade.plan import Plan, cells_key, expand, stale_cells
 from brigade.resume import Action, decide, reusable_source
 from brigade.roster import Roster, load_roster
 from brigade.runner import RunContext
@@ -52,13 +51,10 @@ class Session:
     recorded: dict[str, store.Recorded] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
     reuse: dict[str, str] = field(default_factory=dict)
-    previous_plan: dict[str, Any] | None = None
+    plan_key: str = ""
+    plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
+    resumed: bool = False  # the output directory held a plan before
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def plan_is_current(self) -> bool:
-        """Whether plan.json on disk already holds this plan."""
-        return self.previous_plan == self.plan.document()
 
 
 def roster_path(manifest_path: Path, manifest: Manifest, explicit: Path | None) -> Path:
@@ -106,15 +102,60 @@ def default_out(workspace: Path, name: str) -> Path:
     return workspace / ".brigade" / "evals" / name
 
 
+@dataclass(frozen=True)
+class PlanOnDisk:
+    """The current plan, and how it relates to the plan.json already on disk."""
+
+    plan: Plan
+    key: str
+    current: bool  # plan.json already holds exactly this plan
+    resumed: bool  # there was a plan.json (this output directory was used before)
+    indexed: bool = False  # plan.json's index is valid too
+
+
+def plan_against_disk(
+    manifest: Manifest, roster: Roster, label: str, out: Path, context: dict[str, str]
+) -> PlanOnDisk:
+    """Expand the manifest; stale cells and currency from the previous plan.json.
+
+    plan.json is only parsed when its index (its stat and the key of the plan
+    it holds) does not show it already holds this plan.
+    """
+    cells = expand(manifest, roster, label)
+    key = cells_key(manifest.name, manifest.digest, cells, context)
+    plan_path = out / store.PLAN_FILE
+    index = store.read_json(out / store.PLAN_INDEX)
+    stat = store.stat_key(plan_path)
+    if (
+        isinstance(index, dict)
+        and index.get("key") == key
+        and stat is not None
+        and index.get("stat") == stat
+        and isinstance(index.get("stale_cells"), list)
+    ):
+        stale = [dict(entry) for entry in index["stale_cells"]]
+        plan = Plan(manifest.name, manifest.digest, tuple(cells), tuple(stale), context)
+        return PlanOnDisk(plan, key, current=True, resumed=True, indexed=True)
+    previous = store.read_json(plan_path)
+    previous = previous if isinstance(previous, dict) else None
+    plan = Plan(
+        name=manifest.name,
+        manifest_digest=manifest.digest,
+        cells=tuple(cells),
+        stale_cells=tuple(stale_cells(cells, previous)),
+        context=context,
+    )
+    current = previous is not None and previous == plan.document()
+    return PlanOnDisk(plan, key, current=current, resumed=stat is not None)
+
+
 def plan_only(options: Options) -> tuple[Plan, Path]:
     """Load inputs and build the plan against the previous plan.json; writes nothing."""
     manifest, roster, label = load_inputs(options.manifest, options.roster)
     workspace = _workspace(options)
     out = (options.out or default_out(workspace, manifest.name)).absolute()
-    previous = store.read_json(out / store.PLAN_FILE)
-    previous = previous if isinstance(previous, dict) else None
     context = _context(options, label, workspace)
-    return build_plan(manifest, roster, label, previous, context), out
+    return plan_against_disk(manifest, roster, label, out, context).plan, out
 
 
 def open_session(options: Options) -> Session:
@@ -126,9 +167,8 @@ def open_session(options: Options) -> Session:
     out = (options.out or default_out(workspace, manifest.name)).absolute()
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: output path exists and is not a folder")
-    previous = store.read_json(out / store.PLAN_FILE)
-    previous = previous if isinstance(previous, dict) else None
-    plan = build_plan(manifest, roster, label, previous, _context(options, label, workspace))
+    on_disk = plan_against_disk(manifest, roster, label, out, _context(options, label, workspace))
+    plan = on_disk.plan
     ctx = RunContext(
         out=out,
         workspace=workspace,
@@ -145,7 +185,9 @@ def open_session(options: Options) -> Session:
         out=out,
         workspace=workspace,
         ctx=ctx,
-        previous_plan=previous,
+        plan_key=on_disk.key,
+        plan_is_current=on_disk.current and on_disk.indexed,
+        resumed=on_disk.resumed,
         warnings=grader_warnings(manifest),
     )
     if manifest.execution_mode == "read-only":

@@ -7,12 +7,17 @@ from collections.abc import Iterable
 from typing import Any
 
 
-def describe(values: Iterable[float]) -> dict[str, Any]:
-    """values, count, mean, median, min, max and population stdev (nulls when empty)."""
+def describe(values: Iterable[float], *, keep_values: bool = True) -> dict[str, Any]:
+    """values, count, mean, median, min, max and population stdev (nulls when empty).
+
+    `keep_values=False` leaves the list of values out (for per-seat breakdowns,
+    whose values are already listed once in the overall statistics).
+    """
     numbers = [float(v) for v in values]
+    head: dict[str, Any] = {"values": numbers} if keep_values else {}
     if not numbers:
         return {
-            "values": [],
+            **head,
             "count": 0,
             "mean": None,
             "median": None,
@@ -21,7 +26,7 @@ def describe(values: Iterable[float]) -> dict[str, Any]:
             "stdev": None,
         }
     return {
-        "values": numbers,
+        **head,
         "count": len(numbers),
         "mean": _round(statistics.fmean(numbers)),
         "median": _round(statistics.median(numbers)),

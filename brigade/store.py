@@ -21,6 +21,8 @@ from brigade.identity import CELL_SCHEMA, digest
 from brigade.outcome import STATES
 
 PLAN_FILE = "plan.json"
+# a cache: plan.json's stat and key, so an unchanged plan is not parsed again
+PLAN_INDEX = ".plan-index.json"
 SUMMARY_FILE = "summary.json"
 RECEIPT_FILE = "cell.json"
 CELLS_DIR = "cells"
@@ -31,6 +33,15 @@ LOCK_FILE = ".brigade.lock"
 EXPORT_DIR = "export"
 
 _ATTEMPT = re.compile(r"^attempt-(\d+)$")
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
 
 
 def cells_root(out: Path) -> Path:
@@ -66,6 +77,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; receipts are ordinary files
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             if durable:
@@ -113,6 +125,15 @@ def read_json(path: Path) -> Any | None:
             return json.loads(handle.read())
     except (OSError, ValueError):
         return None
+
+
+def stat_key(path: Path) -> list[int] | None:
+    """[size, mtime_ns] of a file, None when it is missing."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns]
 
 
 def file_digest(path: Path) -> str | None:

@@ -103,5 +103,7 @@ def _grouped(values: dict[str, list[float]]) -> dict[str, Any]:
     every = [v for seat_values in values.values() for v in seat_values]
     return {
         "all": describe(every),
-        "by_seat": {seat: describe(seat_values) for seat, seat_values in values.items()},
+        "by_seat": {
+            seat: describe(seat_values, keep_values=False) for seat, seat_values in values.items()
+        },
     }

@@ -7,6 +7,7 @@ runs, so a stale decision can only cost a no-op.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -20,11 +21,24 @@ from brigade.errors import BrigadeError
 from brigade.export import export
 from brigade.plan import PLAN_SCHEMA, Plan
 from brigade.reporter import REFUSED, RunInfo, make_reporter
-from brigade.results import write_summary
+from brigade.results import current_receipts, write_summary
 from brigade.runner import bring_up_to_date, regrade_if_needed
 from brigade.session import Options, Session, open_session
 
 DOIT_BACKEND = "json"
+# Up to this many cells every cell is its own task (`doit list` shows each);
+# above it, finished cells are collected in one task so a no-op resume of a
+# large battery stays close to the cost of reading its receipts.
+SINGLE_TASKS_UP_TO = 1000
+FINISHED_TASK = "cells:finished"
+
+
+def _states_line(session: Session, cell_ids: set[str]) -> str:
+    counts: dict[str, int] = {}
+    for cell_id in cell_ids:
+        state = session.recorded[cell_id].state or "missing"
+        counts[state] = counts.get(state, 0) + 1
+    return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
 
 
 def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
@@ -36,16 +50,30 @@ def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
     return None
 
 
-def write_plan(out: Path, document: dict[str, Any]) -> None:
-    """Write plan.json (the output directory is created here)."""
+def write_plan(out: Path, plan: Plan, key: str) -> None:
+    """Write plan.json (the output directory is created here) and its index."""
+    document = plan.document()
     out.mkdir(parents=True, exist_ok=True)
     store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA)
+    index = {
+        "key": key,
+        "stat": store.stat_key(out / store.PLAN_FILE),
+        "stale_cells": document["stale_cells"],
+    }
+    store.atomic_write_bytes(out / store.PLAN_INDEX, json.dumps(index).encode(), durable=False)
 
 
-def finalize(out: Path, plan: Plan, workspace: Path) -> TaskFailed | None:
-    """Write summary.json, export the projection, and fail if the export leaks anything."""
-    write_summary(out, plan)
-    result = export(out, plan, workspace=workspace)
+def finalize(
+    out: Path, plan: Plan, workspace: Path, known: dict[str, dict[str, Any] | None]
+) -> TaskFailed | None:
+    """Write summary.json, export the projection, and fail if the export leaks anything.
+
+    `known` holds the receipts of cells that were up to date when the run started
+    (the run holds the lock, so they are unchanged); the others are read again.
+    """
+    receipts = current_receipts(out, plan, known)
+    write_summary(out, plan, receipts)
+    result = export(out, plan, workspace=workspace, receipts=receipts)
     if result.leaks:
         listed = "; ".join(str(leak) for leak in result.leaks[:5])
         more = f" (and {len(result.leaks) - 5} more)" if len(result.leaks) > 5 else ""
@@ -76,7 +104,7 @@ def run_info(session: Session) -> RunInfo:
     """The reporter's view of the session."""
     notes = list(session.warnings)
     stale = len(session.plan.stale_cells)
-    if stale and session.previous_plan is not None:
+    if stale and session.resumed:
         notes.append(
             f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier manifest "
             "(kept on disk, not counted; listed in plan.json stale_cells)"
@@ -96,17 +124,35 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     info = info or run_info(session)
     plan, ctx, out = session.plan, session.ctx, session.out
     always = session.options.always
+    unchanged = {
+        cell_id: recorded.receipt
+        for cell_id, recorded in session.recorded.items()
+        if session.actions[cell_id] == "skip" and not always
+    }
+    # large plans: finished cells share one task (doit spends ~50 us per task)
+    collected = set(unchanged) if len(plan.cells) > SINGLE_TASKS_UP_TO else set()
+    info.collected = {cell_id: info.loaded_states.get(cell_id) for cell_id in collected}
 
     def task_plan() -> dict[str, Any]:
         """Write plan.json for the current manifest."""
         return {
-            "actions": [(guarded, [write_plan, out, plan.document()])],
+            "actions": [(guarded, [write_plan, out, plan, session.plan_key])],
             "uptodate": [session.plan_is_current and not always],
         }
 
     def task_cells() -> Iterator[dict[str, Any]]:
         """One task per cell: run its seat (or reuse a run) unless its receipt stands."""
+        if len(plan.cells) > SINGLE_TASKS_UP_TO and collected:
+            yield {
+                "basename": FINISHED_TASK,
+                "doc": f"{len(collected)} finished cells ({_states_line(session, collected)}); "
+                "brigade show lists them",
+                "actions": [],
+                "uptodate": [True],
+            }
         for cell in plan.cells:
+            if cell.cell_id in collected:
+                continue
             action = "run" if always else session.actions[cell.cell_id]
             state = session.recorded[cell.cell_id].state or "not run"
             yield {
@@ -126,6 +172,8 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
         """Re-grade cells whose grader broke, from stored output (no seat run)."""
         yield {"basename": "grade", "name": None, "doc": task_grade.__doc__}
         for cell in plan.cells:
+            if session.actions[cell.cell_id] == "skip" and not always:
+                continue  # a finished cell's receipt stands: nothing to grade
             yield {
                 "name": cell.coordinate,
                 "actions": [(guarded, [regrade_if_needed, ctx, cell])],
@@ -136,7 +184,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     def task_summary() -> dict[str, Any]:
         """Write summary.json and the export, and check the export leaks nothing."""
         return {
-            "actions": [(finalize, [out, plan, session.workspace])],
+            "actions": [(finalize, [out, plan, session.workspace, unchanged])],
             "task_dep": ["grade"],
             "uptodate": [False],
         }
