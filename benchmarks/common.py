@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -88,16 +87,21 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
     return len(session.plan.cells)
 
 
-def timed(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[float, int, str]:
-    """Wall seconds, exit code and stderr of a command."""
+def timed(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
+          stdout: int | None = subprocess.DEVNULL) -> tuple[float, int, float]:
+    """Wall seconds, exit code and peak RSS (MB) of one command."""
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
-    return time.perf_counter() - start, done.returncode, done.stderr
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, proc.returncode, usage.ru_maxrss / 1024
 
 
-def child_max_rss_mb() -> float:
-    """Peak resident memory of the largest child process waited for so far, in MB."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+def best_of(runs: int, argv: list[str], **kwargs: object) -> tuple[float, int, float]:
+    """The fastest of several runs (wall, exit code, peak RSS MB): noise only adds time."""
+    results = [timed(argv, **kwargs) for _ in range(runs)]  # type: ignore[arg-type]
+    return min(results, key=lambda r: r[0])
 
 
 def doit_argv(manifest: Path, roster: Path, out: Path, workspace: Path, *extra: str) -> list[str]:

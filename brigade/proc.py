@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -13,10 +14,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
 
 TERM_GRACE_SECONDS = 3.0
 
@@ -81,17 +83,14 @@ def run(
     with (
         open(stdout_path, "wb") as out,
         open(stderr_path, "wb") as err,
-        tempfile.TemporaryFile() as stdin_file,
+        _stdin_source(stdin_text) as stdin,
     ):
-        if stdin_text is not None:
-            stdin_file.write(stdin_text.encode("utf-8"))
-            stdin_file.seek(0)
         try:
             proc = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
                 env=dict(env),
-                stdin=stdin_file if stdin_text is not None else subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
@@ -114,21 +113,21 @@ def run(
             )
         with _live_lock:
             _live_groups.add(proc.pid)
-        timed_out = False
+        # A timer ends the group on time; the wait itself blocks in waitpid, so a
+        # finished seat is noticed at once (Popen.wait(timeout) polls with sleeps
+        # of up to 50 ms, which adds up over thousands of cells).
+        expiry = _Expiry(proc, grace)
+        timer = threading.Timer(timeout, expiry.fire)
+        timer.daemon = True
+        timer.start()
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _signal_group(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
+            proc.wait()
         finally:
+            timer.cancel()
             _signal_group(proc.pid, signal.SIGKILL)
             with _live_lock:
                 _live_groups.discard(proc.pid)
+        timed_out = expiry.fired
     if stopping.is_set():
         raise Interrupted(f"stopped while running {argv[0]}")
     code = proc.returncode
@@ -143,6 +142,56 @@ def run(
         duration_seconds=round(time.monotonic() - start, 6),
         executable=executable,
     )
+
+
+# a prompt this small fits a pipe's buffer (64 KiB on Linux), so it can be
+# written before the seat starts; bigger prompts go through a temporary file
+PIPE_PROMPT_BYTES = 16 * 1024
+
+
+@contextlib.contextmanager
+def _stdin_source(text: str | None) -> Iterator[int | IO[bytes]]:
+    """What the seat reads on stdin: the prompt (pipe or temp file) or /dev/null."""
+    if text is None:
+        yield subprocess.DEVNULL
+        return
+    data = text.encode("utf-8")
+    if len(data) <= PIPE_PROMPT_BYTES:
+        read_end, write_end = os.pipe()
+        try:
+            os.write(write_end, data)
+        finally:
+            os.close(write_end)
+        try:
+            yield read_end
+        finally:
+            os.close(read_end)
+        return
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.seek(0)
+        yield handle
+
+
+class _Expiry:
+    """Ends a seat's process group when its time is up: SIGTERM, then SIGKILL after a grace."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], grace: float) -> None:
+        self.proc = proc
+        self.grace = grace
+        self.fired = False
+
+    def fire(self) -> None:
+        if self.proc.poll() is not None:
+            return  # it finished just in time
+        self.fired = True
+        _signal_group(self.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return
+            time.sleep(0.05)
+        _signal_group(self.proc.pid, signal.SIGKILL)
 
 
 def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:

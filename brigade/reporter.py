@@ -18,6 +18,7 @@ from brigade import lock, proc, store
 from brigade.errors import BrigadeError
 from brigade.outcome import EXIT_MEASUREMENT, EXIT_UNUSABLE, exit_bucket
 from brigade.plan import Plan
+from brigade.results import current_receipts
 
 # a task refused for bad input or tampering carries this prefix in its message
 REFUSED = "brigade-refused: "
@@ -40,11 +41,10 @@ class RunInfo:
 
 def plan_bucket(out: Path, plan: Plan) -> int:
     """The exit bucket of the whole current plan as recorded on disk."""
-    pairs = []
-    for cell in plan.cells:
-        receipt = store.read_receipt(out, cell.cell_id).receipt
-        pairs.append((receipt["state"], receipt.get("failure_reason")) if receipt else (None, None))
-    return exit_bucket(pairs)
+    receipts = current_receipts(out, plan)
+    return exit_bucket(
+        (r["state"], r.get("failure_reason")) if r else (None, None) for r in receipts.values()
+    )
 
 
 def make_reporter(info: RunInfo) -> type:

@@ -23,10 +23,11 @@ def current_receipts(
     `known` receipts (read earlier, unchanged since) are used instead of re-reading.
     """
     known = known or {}
+    present = store.existing_cells(out)
     return {
         cell.cell_id: known[cell.cell_id]
         if cell.cell_id in known
-        else store.read_receipt(out, cell.cell_id).receipt
+        else (store.read_receipt(out, cell.cell_id).receipt if cell.cell_id in present else None)
         for cell in plan.cells
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,10 @@ class SeatSpec:
 
     def identity(self) -> dict[str, Any]:
         """The seat's part of the cell identity payload (frozen field set)."""
+        return dict(self._identity)
+
+    @cached_property
+    def _identity(self) -> dict[str, Any]:
         return {
             "seat": self.name,
             "cli": self.cli,

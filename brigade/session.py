@@ -114,7 +114,13 @@ class PlanOnDisk:
 
 
 def plan_against_disk(
-    manifest: Manifest, roster: Roster, label: str, out: Path, context: dict[str, str]
+    manifest: Manifest,
+    roster: Roster,
+    label: str,
+    out: Path,
+    context: dict[str, str],
+    *,
+    compare: bool = True,
 ) -> PlanOnDisk:
     """Expand the manifest; stale cells and currency from the previous plan.json.
 
@@ -145,7 +151,7 @@ def plan_against_disk(
         stale_cells=tuple(stale_cells(cells, previous)),
         context=context,
     )
-    current = previous is not None and previous == plan.document()
+    current = compare and previous is not None and previous == plan.document()
     return PlanOnDisk(plan, key, current=current, resumed=stat is not None)
 
 
@@ -155,7 +161,7 @@ def plan_only(options: Options) -> tuple[Plan, Path]:
     workspace = _workspace(options)
     out = (options.out or default_out(workspace, manifest.name)).absolute()
     context = _context(options, label, workspace)
-    return plan_against_disk(manifest, roster, label, out, context).plan, out
+    return plan_against_disk(manifest, roster, label, out, context, compare=False).plan, out
 
 
 def open_session(options: Options) -> Session:
@@ -201,8 +207,11 @@ def scan(session: Session) -> None:
     """Read every current cell's receipt and decide what bringing it up to date needs."""
     out, retry = session.out, session.options.retry_transient
     needs_run = []
+    present = store.existing_cells(out)
     for cell in session.plan.cells:
-        recorded = store.read_receipt(out, cell.cell_id)
+        recorded = (
+            store.read_receipt(out, cell.cell_id) if cell.cell_id in present else store.NOTHING
+        )
         session.recorded[cell.cell_id] = recorded
         action = decide(recorded.receipt, retry_transient=retry, reusable=False)
         session.actions[cell.cell_id] = action

@@ -54,7 +54,7 @@ def write_plan(out: Path, plan: Plan, key: str) -> None:
     """Write plan.json (the output directory is created here) and its index."""
     document = plan.document()
     out.mkdir(parents=True, exist_ok=True)
-    store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA)
+    store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA, sample="cells")
     index = {
         "key": key,
         "stat": store.stat_key(out / store.PLAN_FILE),
@@ -132,6 +132,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     # large plans: finished cells share one task (doit spends ~50 us per task)
     collected = set(unchanged) if len(plan.cells) > SINGLE_TASKS_UP_TO else set()
     info.collected = {cell_id: info.loaded_states.get(cell_id) for cell_id in collected}
+    own_tasks = [cell_task_name(c.coordinate) for c in plan.cells if c.cell_id not in collected]
 
     def task_plan() -> dict[str, Any]:
         """Write plan.json for the current manifest."""
@@ -172,8 +173,8 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
         """Re-grade cells whose grader broke, from stored output (no seat run)."""
         yield {"basename": "grade", "name": None, "doc": task_grade.__doc__}
         for cell in plan.cells:
-            if session.actions[cell.cell_id] == "skip" and not always:
-                continue  # a finished cell's receipt stands: nothing to grade
+            if session.actions[cell.cell_id] != "regrade" or always:
+                continue  # cells that run are graded by their own task
             yield {
                 "name": cell.coordinate,
                 "actions": [(guarded, [regrade_if_needed, ctx, cell])],
@@ -185,7 +186,9 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
         """Write summary.json and the export, and check the export leaks nothing."""
         return {
             "actions": [(finalize, [out, plan, session.workspace, unchanged])],
-            "task_dep": ["grade"],
+            # after every cell task and every regrade (doit -n runs tasks as soon as
+            # their own dependencies are done)
+            "task_dep": ["plan", "grade", *own_tasks],
             "uptodate": [False],
         }
 

@@ -1,0 +1,94 @@
+"""Behaviour that matters for large batteries: collected finished cells, cheap no-op regrades."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from brigade.identity import cell_id, identity_payload, run_key, trial_digests
+from brigade.tasks import FINISHED_TASK, SINGLE_TASKS_UP_TO
+from conftest import Project
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+SEAT = st.fixed_dictionaries(
+    {
+        "seat": TEXT,
+        "cli": TEXT,
+        "model": st.none() | TEXT,
+        "reasoning": st.none() | TEXT,
+        "transport": st.none() | TEXT,
+        "transport_version": st.none() | TEXT,
+        "env": st.none() | st.dictionaries(TEXT, TEXT, min_size=1, max_size=3),
+        "codex_transport": st.sampled_from([None, "exec", "app-server"]),
+    }
+)
+GRADERS = st.lists(
+    st.dictionaries(TEXT, st.none() | st.booleans() | st.integers() | TEXT, max_size=3).map(
+        lambda d: {"type": "regex_output", **d}
+    ),
+    max_size=3,
+)
+
+
+@given(
+    case_id=TEXT,
+    prompt=TEXT,
+    seat=SEAT,
+    graders=GRADERS,
+    trials=st.integers(1, 4),
+    mode=st.sampled_from(["read-only", "writable-worktree"]),
+)
+def test_trial_digests_equal_the_reference_hashing(case_id, prompt, seat, graders, trials, mode):
+    digests = trial_digests(
+        case_id=case_id,
+        prompt=prompt,
+        seat=seat,
+        graders=graders,
+        execution_mode=mode,
+        trials=trials,
+    )
+    for trial, digest, trial_run_key in digests:
+        payload = identity_payload(
+            case_id=case_id,
+            prompt=prompt,
+            seat=seat,
+            trial=trial,
+            graders=graders,
+            execution_mode=mode,
+        )
+        assert digest == cell_id(payload)
+        assert trial_run_key == run_key(payload)
+
+
+def test_large_plans_collect_finished_cells_in_one_task(project: Project) -> None:
+    project.write_roster({"agent": {"cli": "exec:true"}})
+    project.write_manifest([{"id": "c", "prompt": "x"}], trials=SINGLE_TASKS_UP_TO + 1)
+    assert project.doit("-n", "2").returncode == 0
+    assert project.summary()["counts"]["unscored"] == SINGLE_TASKS_UP_TO + 1
+    names = [line.split()[0] for line in project.doit("list").stdout.splitlines()]
+    assert FINISHED_TASK in names
+    assert not [n for n in names if n.startswith("cell:c:")]
+    # a crashed cell gets its own task again and re-runs; the rest stay collected
+    receipt = project.receipt("c:agent:7")
+    receipt["state"] = "running"
+    (project.cell_dir("c:agent:7") / "cell.json").write_text(json.dumps(receipt))
+    listed = project.doit("list").stdout
+    assert "cell:c:agent:7" in listed
+    assert f"{SINGLE_TASKS_UP_TO} finished cells" in listed
+    assert project.doit().returncode == 0
+    assert project.receipt("c:agent:7")["attempt"] == 2
+
+
+def test_regrade_leaves_unchanged_receipts_alone(project: Project) -> None:
+    project.write_manifest(
+        [{"id": "c", "prompt": "answer: hi", "graders": [{"type": "exit_status"}]}]
+    )
+    project.doit()
+    receipt_file = project.cell_dir("c:agent:1") / "cell.json"
+    before = receipt_file.read_bytes()
+    done = project.brigade("regrade", str(project.out))
+    assert done.returncode == 0
+    assert "0 changed state" in done.stdout
+    assert receipt_file.read_bytes() == before
