@@ -24,6 +24,7 @@ WORKER_RESULTS = "worker-results.json"
 STDOUT = "stdout.log"
 STDERR = "stderr.log"
 # receipt fields that describe the cell itself (identity and coordinate)
+GRADEABLE = frozenset({"accepted", "rejected", "unscored", "grader_error"})
 PLAN_FIELDS = (
     "cell_id",
     "coordinate",
@@ -447,11 +448,18 @@ def regrade(
 
 
 def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
-    """The grade task: re-grade a grader_error cell from its stored output."""
-    recorded = store.read_receipt(ctx.out, cell.cell_id)
-    if recorded.state != "grader_error" or recorded.receipt is None:
+    """The grade task: verify a graded cell's stored output; re-grade a grader_error cell.
+
+    A stored output whose digest no longer matches its receipt is refused
+    (TamperedOutput, exit 2) whatever the cell's state.
+    """
+    receipt = store.read_receipt(ctx.out, cell.cell_id).receipt
+    if receipt is None or receipt["state"] not in GRADEABLE:
         return "skip"
-    regrade(ctx, cell, recorded.receipt)
+    verify_output(ctx, receipt)
+    if receipt["state"] != "grader_error":
+        return "verified"
+    regrade(ctx, cell, receipt, verified=True)
     return "regrade"
 
 

@@ -6,8 +6,10 @@ hand it to `tasks`, so they run the same tasks through the same code.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from brigade import graders, store, worktree
 from brigade.doctor import read_only_warnings
@@ -55,6 +57,8 @@ class Session:
     plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
     resumed: bool = False  # the output directory held a plan before
     warnings: list[str] = field(default_factory=list)
+    output_index: dict[str, Any] | None = None  # cell_id -> final.txt stat when verified
+    output_index_changed: bool = False
 
 
 def roster_path(manifest_path: Path, manifest: Manifest, explicit: Path | None) -> Path:
@@ -214,6 +218,8 @@ def scan(session: Session) -> None:
         )
         session.recorded[cell.cell_id] = recorded
         action = decide(recorded.receipt, retry_transient=retry, reusable=False)
+        if action == "skip" and not output_intact(session, recorded.receipt):
+            action = "regrade"  # its grade task verifies the output and refuses it
         session.actions[cell.cell_id] = action
         if action == "run":
             needs_run.append(cell)
@@ -229,6 +235,43 @@ def scan(session: Session) -> None:
         ):
             session.reuse[cell.cell_id] = source
             session.actions[cell.cell_id] = "reuse"
+
+
+GRADED = frozenset({"accepted", "rejected", "unscored"})
+
+
+def output_intact(session: Session, receipt: dict[str, Any] | None) -> bool:
+    """Whether a graded cell's run/final.txt still has the recorded output_digest.
+
+    A file's digest is computed once; afterwards an unchanged stat (size,
+    mtime) vouches for it, so a no-op resume costs one stat per cell.
+    """
+    if receipt is None or receipt["state"] not in GRADED or not receipt.get("output_digest"):
+        return True
+    if session.output_index is None:
+        loaded = store.read_json(session.out / store.OUTPUT_INDEX)
+        session.output_index = loaded if isinstance(loaded, dict) else {}
+    cell_id = receipt["cell_id"]
+    final = store.run_dir(session.out, cell_id, receipt["attempt"]) / "final.txt"
+    stat = store.stat_key(final)
+    if stat is not None and session.output_index.get(cell_id) == stat:
+        return True
+    if store.file_digest(final) != receipt["output_digest"]:
+        return False
+    session.output_index[cell_id] = stat
+    session.output_index_changed = True
+    return True
+
+
+def save_output_index(session: Session) -> None:
+    """Keep the stats of verified outputs for the next run (a cache; safe to lose)."""
+    if session.output_index_changed and session.output_index is not None:
+        store.atomic_write_bytes(
+            session.out / store.OUTPUT_INDEX,
+            json.dumps(session.output_index).encode(),
+            durable=False,
+        )
+        session.output_index_changed = False
 
 
 def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str, str]:

@@ -23,6 +23,8 @@ from brigade.outcome import STATES
 PLAN_FILE = "plan.json"
 # a cache: plan.json's stat and key, so an unchanged plan is not parsed again
 PLAN_INDEX = ".plan-index.json"
+# a cache: the stat of each run/final.txt whose digest was verified
+OUTPUT_INDEX = ".output-index.json"
 SUMMARY_FILE = "summary.json"
 RECEIPT_FILE = "cell.json"
 CELLS_DIR = "cells"

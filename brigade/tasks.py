@@ -23,7 +23,7 @@ from brigade.plan import PLAN_SCHEMA, Plan
 from brigade.reporter import REFUSED, RunInfo, make_reporter
 from brigade.results import current_receipts, write_summary
 from brigade.runner import bring_up_to_date, regrade_if_needed
-from brigade.session import Options, Session, open_session
+from brigade.session import Options, Session, open_session, save_output_index
 
 DOIT_BACKEND = "json"
 # Up to this many cells every cell is its own task (`doit list` shows each);
@@ -185,7 +185,10 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     def task_summary() -> dict[str, Any]:
         """Write summary.json and the export, and check the export leaks nothing."""
         return {
-            "actions": [(finalize, [out, plan, session.workspace, unchanged])],
+            "actions": [
+                (finalize, [out, plan, session.workspace, unchanged]),
+                (save_output_index, [session]),
+            ],
             # after every cell task and every regrade (doit -n runs tasks as soon as
             # their own dependencies are done)
             "task_dep": ["plan", "grade", *own_tasks],

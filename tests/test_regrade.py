@@ -160,3 +160,20 @@ def test_tampered_source_is_not_reused(project: Project) -> None:
     assert project.launches() == 2
     assert "not reusing a seat run" in done.stderr
     assert "reused_run" not in project.receipt("a:agent:1")
+
+
+def test_doit_refuses_a_tampered_output_of_an_accepted_cell(project: Project) -> None:
+    project.write_manifest(
+        [{"id": "c", "prompt": "answer: hello", "graders": [{"type": "exact_output", "expected": "hello"}]}]
+    )
+    assert project.doit().returncode == 0
+    receipt_file = project.cell_dir("c:agent:1") / "cell.json"
+    before = receipt_file.read_bytes()
+    Path(project.receipt("c:agent:1")["run_dir"], "final.txt").write_text("hello\n")  # same bytes
+    assert project.doit().returncode == 0  # a touched but unchanged output is fine
+    Path(project.receipt("c:agent:1")["run_dir"], "final.txt").write_text("hellO\n")
+    done = project.doit()
+    assert done.returncode == 2
+    assert "output digest mismatch" in done.stderr
+    assert receipt_file.read_bytes() == before
+    assert project.launches() == 1
