@@ -15,7 +15,16 @@ from brigade.errors import BrigadeError, InputError
 from brigade.export import export
 from brigade.outcome import COUNT_KEYS, EXIT_MEASUREMENT
 from brigade.plan import Plan, expand, plan_from_document
-from brigade.results import read_plan_document, summarize, write_summary
+from brigade.report import (
+    HTML_FILE,
+    JUNIT_FILE,
+    REPORT_DIR,
+    build_report,
+    report_document,
+    text_matrix,
+    write_files,
+)
+from brigade.results import current_receipts, read_plan_document, summarize, write_summary
 from brigade.runner import RunContext, regrade, verify_output
 from brigade.session import Options, default_out, grader_warnings, load_inputs, plan_only
 
@@ -222,7 +231,7 @@ def show_table(summary: dict[str, Any]) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Show counts per state for each seat (--json: the summary document)."""
+    """Show counts per state for each seat and the seat x case matrix (--json: the summary)."""
     out = _output_dir(args.dir)
     summary = summarize(out, _load_plan(out))
     if args.json:
@@ -231,7 +240,39 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     print(f"{summary['name']}: {summary['total_cells']} cells, outcome {summary['outcome']}")
     print(show_table(summary))
+    print()
+    print(text_matrix(summary))
     return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write JUnit XML and a self-contained HTML report of an output directory's results.
+
+    Without --junit/--html/--json: writes DIR/report/junit.xml and DIR/report/index.html
+    (what the final doit task writes). --json prints the report's data on stdout.
+    Reports are projected like the export (no prompts, no absolute paths, no env
+    values) and checked for leaks: a leak is listed and the command exits 3.
+    Otherwise the exit code is the results' bucket, as for `brigade summary`.
+    """
+    out = _output_dir(args.dir)
+    plan = _load_plan(out)
+    receipts = current_receipts(out, plan)
+    summary = summarize(out, plan, receipts)
+    report = build_report(out, plan, receipts, summary, workspace=Path.cwd())
+    if args.json:
+        json.dump(report_document(report), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    junit, html_file = args.junit, args.html
+    if junit is None and html_file is None and not args.json:
+        junit, html_file = out / REPORT_DIR / JUNIT_FILE, out / REPORT_DIR / HTML_FILE
+    result = write_files(out, report, junit=junit, html_file=html_file)
+    for leak in result.leaks:
+        print(f"brigade: leak: {leak}", file=sys.stderr)
+    if result.leaks:
+        return EXIT_MEASUREMENT
+    for path in result.files:
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+    return int(summary["exit_code"])
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -338,6 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("show", cmd_show)
     sub.add_argument("dir", type=Path, help="output directory")
     sub.add_argument("--json", action="store_true", help="print summary JSON")
+
+    sub = command("report", cmd_report)
+    sub.add_argument("dir", type=Path, help="output directory")
+    sub.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML to FILE")
+    sub.add_argument("--html", type=Path, metavar="FILE", help="write the HTML report to FILE")
+    sub.add_argument("--json", action="store_true", help="print the report's data as JSON")
 
     sub = command("doctor", cmd_doctor)
     sub.add_argument("manifest", nargs="?", type=Path, help="manifest whose seats to check")

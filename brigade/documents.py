@@ -185,20 +185,37 @@ def decode_utf8(data: bytes, label: str) -> str:
         ) from None
 
 
+# Later steps (copying, validating, hashing) recurse once per level of nesting,
+# and YAML aliases can expand a small file into billions of values: both are
+# refused here, before anything else walks the document.
+MAX_NESTING = 200
+MAX_VALUES = 10_000_000
+
+
 def check_json_shaped(doc: Any, label: str) -> None:
-    """Refuse values JSON cannot carry (non-string keys, NaN, binary, sets)."""
-    stack: list[tuple[Any, str]] = [(doc, "")]
+    """Refuse values JSON cannot carry (non-string keys, NaN, binary, sets), documents
+    nested more than MAX_NESTING levels and documents (YAML aliases expanded) of more
+    than MAX_VALUES values."""
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    seen = 0
     while stack:
-        value, path = stack.pop()
+        value, path, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise InputError(f"{label}: more than {MAX_VALUES} values (YAML aliases expanded)")
+        if isinstance(value, (dict, list)) and depth >= MAX_NESTING:
+            raise InputError(
+                f"{label}: the document is nested too deeply (more than {MAX_NESTING} levels)"
+            )
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
                     where = path or "(top level)"
                     raise InputError(f"{label}: {where}: key {key!r} must be a string")
-                stack.append((item, f"{path}.{key}" if path else key))
+                stack.append((item, f"{path}.{key}" if path else key, depth + 1))
         elif isinstance(value, list):
             for index, item in enumerate(value):
-                stack.append((item, f"{path}[{index}]"))
+                stack.append((item, f"{path}[{index}]", depth + 1))
         elif isinstance(value, float) and not math.isfinite(value):
             raise InputError(f"{label}: {path or '(top level)'}: {value} is not a JSON number")
         elif value is not None and not isinstance(value, (str, int, float, bool)):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from brigade.errors import LockHeld
+from brigade.errors import EnvironmentProblem, LockHeld
 from brigade.store import LOCK_FILE
 
 _held: dict[Path, IO[str]] = {}
@@ -36,8 +36,13 @@ def acquire(out: Path, *, wait: bool, poll: float = 0.2) -> None:
     path = (out / LOCK_FILE).resolve()
     if path in _held:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "a+")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+")
+    except FileExistsError:
+        raise EnvironmentProblem(f"{out}: output path exists and is not a folder") from None
+    except OSError as exc:
+        raise _unusable(out, exc) from None
     announced = False
     while True:
         try:
@@ -55,11 +60,19 @@ def acquire(out: Path, *, wait: bool, poll: float = 0.2) -> None:
                 print(f"brigade: waiting for pid {holder} to release {out}", file=sys.stderr)
                 announced = True
             time.sleep(poll)
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+    except OSError as exc:  # a full disk: the lock is not worth a traceback
+        handle.close()
+        raise _unusable(out, exc) from None
     _held[path] = handle
+
+
+def _unusable(out: Path, exc: OSError) -> EnvironmentProblem:
+    return EnvironmentProblem(f"{out}: cannot write to the output directory: {exc.strerror or exc}")
 
 
 def release(out: Path) -> None:

@@ -202,12 +202,26 @@ def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
     for pgid in groups:
         _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while groups and time.monotonic() < deadline:
-        groups = [g for g in groups if _group_alive(g)]
-        if groups:
+    pending = groups
+    while pending and time.monotonic() < deadline:
+        pending = [g for g in pending if _leader_running(g)]
+        if pending:
             time.sleep(0.05)
-    for pgid in groups:
+    for pgid in groups:  # leaders that outlived the grace, and what their groups left behind
         _signal_group(pgid, signal.SIGKILL)
+
+
+def _leader_running(pgid: int) -> bool:
+    """Whether a seat's leader (our child, pid == pgid) has not exited; it is not reaped.
+
+    A group's exited leader stays a zombie until its waiting thread reaps it, which in
+    serial mode is the very thread running the signal handler: `killpg(pgid, 0)` would
+    see it alive for the whole grace.
+    """
+    try:
+        return os.waitid(os.P_PID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # already reaped: whatever is left of its group
+        return _group_alive(pgid)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

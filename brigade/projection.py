@@ -167,7 +167,10 @@ def scrub(value: Any, secrets: Secrets) -> Any:
     if isinstance(value, str):
         return scrub_text(value, secrets)
     if isinstance(value, list):
-        return [scrub(item, secrets) for item in value]
+        return [
+            scrub(item, secrets) if isinstance(item, (str, list, dict)) else item
+            for item in value
+        ]
     if isinstance(value, dict):
         return {scrub_text(k, secrets): scrub(v, secrets) for k, v in value.items()}
     return value

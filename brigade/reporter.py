@@ -71,6 +71,7 @@ def make_reporter(info: RunInfo) -> type:
                 lock.acquire(info.out, wait=info.wait)
             except BrigadeError as exc:
                 self.refused.append(str(exc))
+                _skip_db_dump()
                 raise SystemExit(EXIT_UNUSABLE) from None
             self.locked = True
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -182,6 +183,15 @@ def make_reporter(info: RunInfo) -> type:
             return bucket
 
     return BrigadeReporter
+
+
+def _skip_db_dump() -> None:
+    """A refused run writes nothing: on its way out doit would still rewrite its DB in the
+    output directory (another run's, or an unwritable folder: a traceback)."""
+    from doit.globals import Globals
+
+    if Globals.dep_manager is not None:
+        Globals.dep_manager.close = lambda: None
 
 
 def _one_line(summary: dict[str, Any]) -> str:

@@ -13,6 +13,8 @@ from brigade.proc import utc_now
 from brigade.summary import SUMMARY_SCHEMA, build_summary
 
 Receipts = dict[str, dict[str, Any] | None]
+# above this many cells summary.json is written compact and validated by sample
+LARGE_PLAN = 1000
 
 
 def current_receipts(
@@ -49,7 +51,10 @@ def summarize(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[s
 def write_summary(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
     """Compute and atomically write summary.json."""
     summary = summarize(out, plan, receipts)
-    store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA)
+    large = len(plan.cells) > LARGE_PLAN
+    store.write_json(
+        out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA, sample=large, compact=large
+    )
     return summary
 
 

@@ -148,11 +148,15 @@ def plan_against_disk(
         return PlanOnDisk(plan, key, current=True, resumed=True, indexed=True)
     previous = store.read_json(plan_path)
     previous = previous if isinstance(previous, dict) else None
+    stale = stale_cells(cells, previous)
+    if stale:  # only cells kept on disk are stale (not those of a copied or unrun plan)
+        present = store.existing_cells(out)
+        stale = [entry for entry in stale if entry["previous_cell_id"] in present]
     plan = Plan(
         name=manifest.name,
         manifest_digest=manifest.digest,
         cells=tuple(cells),
-        stale_cells=tuple(stale_cells(cells, previous)),
+        stale_cells=tuple(stale),
         context=context,
     )
     current = compare and previous is not None and previous == plan.document()

@@ -131,21 +131,28 @@ def write_json(
     doc: dict[str, Any],
     schema_tag: str,
     *,
-    sample: str | None = None,
+    sample: bool = False,
+    compact: bool = False,
     sync_dir: bool = True,
 ) -> None:
     """Validate `doc` against its schema, then write it atomically.
 
-    `sample` names a list field whose items all come from one code path (the
-    cells of a plan): only its first items are validated, so writing a
-    100,000-cell plan does not cost seconds of validation. Tests validate
-    whole documents.
+    `sample`: the document's long lists (a plan's cells, a summary's values)
+    hold items made by one code path, so only their first SAMPLE_ITEMS are
+    validated; a 100,000-cell plan would otherwise cost seconds of validation.
+    Tests validate whole documents. `compact` skips indentation (big documents).
     """
-    checked = doc
-    if sample is not None and len(doc.get(sample, ())) > SAMPLE_ITEMS:
-        checked = {**doc, sample: doc[sample][:SAMPLE_ITEMS]}
-    schemas.check_output(checked, schema_tag)
-    atomic_write_bytes(path, dumps(doc, compact=sample is not None), sync_dir=sync_dir)
+    schemas.check_output(sampled(doc) if sample else doc, schema_tag)
+    atomic_write_bytes(path, dumps(doc, compact=compact), sync_dir=sync_dir)
+
+
+def sampled(value: Any) -> Any:
+    """A copy of a JSON value with every list cut to its first SAMPLE_ITEMS items."""
+    if isinstance(value, dict):
+        return {key: sampled(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [sampled(item) for item in value[:SAMPLE_ITEMS]]
+    return value
 
 
 def read_json(path: Path) -> Any | None:
@@ -214,8 +221,12 @@ NOTHING = Recorded(None, None)
 
 
 def read_receipt(out: Path, cell_id: str) -> Recorded:
-    """The recorded receipt of a cell; a cell.json naming another cell is never trusted."""
-    return recorded_from(read_json(cell_dir(out, cell_id) / RECEIPT_FILE), cell_id)
+    """The recorded receipt of a cell; a cell.json naming another cell, or read through a
+    cell folder that is a symbolic link (into who knows where), is never trusted."""
+    base = cell_dir(out, cell_id)
+    if os.path.islink(base):
+        return NOTHING
+    return recorded_from(read_json(base / RECEIPT_FILE), cell_id)
 
 
 def attempt_numbers(cell_path: Path) -> list[int]:
@@ -239,6 +250,9 @@ def new_attempt(out: Path, cell_id: str, recorded_attempt: int | None) -> int:
     so a number is never reused even if two processes race.
     """
     base = cell_dir(out, cell_id)
+    for folder in (base, base / ATTEMPTS_DIR):
+        if os.path.islink(folder):
+            os.unlink(folder)  # a planted link: never write through it (its target stays)
     number = max([0, recorded_attempt or 0, *attempt_numbers(base)]) + 1
     (base / ATTEMPTS_DIR).mkdir(parents=True, exist_ok=True)
     while True:

@@ -14,6 +14,7 @@ from brigade.outcome import (
 )
 from brigade.plan import Plan
 from brigade.stats import describe
+from brigade.trials import trial_stats
 
 SUMMARY_SCHEMA = "brigade.eval_summary.v1"
 PARTIAL_LABEL = (
@@ -94,6 +95,9 @@ def build_summary(
         "partial_scores": {"label": PARTIAL_LABEL, **_grouped(partial)},
         "durations": _grouped(durations),
         "by_seat": by_seat,
+        "trial_stats": trial_stats(
+            (c.seat.name, c.case_id, receipts.get(c.cell_id)) for c in plan.cells
+        ),
         "exit_code": bucket,
         "outcome": outcome_name(bucket, incomplete),
     }

@@ -7,8 +7,8 @@ runs, so a stale decision can only cost a no-op.
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +20,7 @@ from brigade import store
 from brigade.errors import BrigadeError
 from brigade.export import export
 from brigade.plan import PLAN_SCHEMA, Plan
+from brigade.report import write_report
 from brigade.reporter import REFUSED, RunInfo, make_reporter
 from brigade.results import current_receipts, write_summary
 from brigade.runner import bring_up_to_date, regrade_if_needed
@@ -41,20 +42,30 @@ def _states_line(session: Session, cell_ids: set[str]) -> str:
     return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
 
 
+# the output directory's storage failing: a full disk, a read-only or forbidden folder
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
 def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
-    """Run an action; bad input or tampering fails the task with a one-line message."""
+    """Run an action; bad input, tampering or unwritable storage fails the task on one line
+    (a TaskFailed the action returns is passed on)."""
     try:
-        function(*args)
+        result = function(*args)
     except BrigadeError as exc:
         return TaskFailed(REFUSED + str(exc))
-    return None
+    except OSError as exc:
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        where = exc.filename or "the output directory"
+        return TaskFailed(REFUSED + f"cannot write to {where}: {exc.strerror}")
+    return result if isinstance(result, TaskFailed) else None
 
 
 def write_plan(out: Path, plan: Plan, key: str) -> None:
     """Write plan.json (the output directory is created here) and its index."""
     document = plan.document()
     out.mkdir(parents=True, exist_ok=True)
-    store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA, sample="cells")
+    store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA, sample=True, compact=True)
     index = {
         "key": key,
         "stat": store.stat_key(out / store.PLAN_FILE),
@@ -66,17 +77,19 @@ def write_plan(out: Path, plan: Plan, key: str) -> None:
 def finalize(
     out: Path, plan: Plan, workspace: Path, known: dict[str, dict[str, Any] | None]
 ) -> TaskFailed | None:
-    """Write summary.json, export the projection, and fail if the export leaks anything.
+    """Write summary.json, the export and the reports; fail if either leaks anything.
 
     `known` holds the receipts of cells that were up to date when the run started
     (the run holds the lock, so they are unchanged); the others are read again.
     """
     receipts = current_receipts(out, plan, known)
-    write_summary(out, plan, receipts)
+    summary = write_summary(out, plan, receipts)
     result = export(out, plan, workspace=workspace, receipts=receipts)
-    if result.leaks:
-        listed = "; ".join(str(leak) for leak in result.leaks[:5])
-        more = f" (and {len(result.leaks) - 5} more)" if len(result.leaks) > 5 else ""
+    # report/junit.xml and report/index.html leave the output directory too: same check
+    leaks = result.leaks + write_report(out, plan, receipts, summary, workspace=workspace).leaks
+    if leaks:
+        listed = "; ".join(str(leak) for leak in leaks[:5])
+        more = f" (and {len(leaks) - 5} more)" if len(leaks) > 5 else ""
         return TaskFailed(f"export leak check failed: {listed}{more}")
     return None
 
@@ -85,12 +98,12 @@ def dep_file(out: Path) -> str:
     """doit's DB file. A truncated one (a killed doit) is dropped: it is only a cache."""
     path = out / store.DEP_FILE
     try:
-        with open(path, "rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            intact = handle.read(1) == b"}"
+        data = path.read_bytes()
     except OSError:
-        intact = True  # missing or empty: doit starts a fresh one
-    if not intact:
+        return str(path)  # missing: doit starts a fresh one
+    try:
+        json.loads(data)  # a truncated DB may well end in "}", or be empty
+    except ValueError:
         path.unlink(missing_ok=True)
     return str(path)
 
@@ -186,8 +199,8 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
         """Write summary.json and the export, and check the export leaks nothing."""
         return {
             "actions": [
-                (finalize, [out, plan, session.workspace, unchanged]),
-                (save_output_index, [session]),
+                (guarded, [finalize, out, plan, session.workspace, unchanged]),
+                (guarded, [save_output_index, session]),
             ],
             # after every cell task and every regrade (doit -n runs tasks as soon as
             # their own dependencies are done)

@@ -183,6 +183,8 @@ def repo_copy(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """brigade's input cache goes to a temporary folder, never the user's."""
     monkeypatch.setenv("BRIGADE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

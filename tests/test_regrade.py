@@ -164,7 +164,13 @@ def test_tampered_source_is_not_reused(project: Project) -> None:
 
 def test_doit_refuses_a_tampered_output_of_an_accepted_cell(project: Project) -> None:
     project.write_manifest(
-        [{"id": "c", "prompt": "answer: hello", "graders": [{"type": "exact_output", "expected": "hello"}]}]
+        [
+            {
+                "id": "c",
+                "prompt": "answer: hello",
+                "graders": [{"type": "exact_output", "expected": "hello"}],
+            }
+        ]
     )
     assert project.doit().returncode == 0
     receipt_file = project.cell_dir("c:agent:1") / "cell.json"

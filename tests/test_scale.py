@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+from conftest import Project
 from hypothesis import given
 from hypothesis import strategies as st
 
 from brigade.identity import cell_id, identity_payload, run_key, trial_digests
 from brigade.tasks import FINISHED_TASK, SINGLE_TASKS_UP_TO
-from conftest import Project
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 SEAT = st.fixed_dictionaries(
