@@ -97,11 +97,20 @@ class _State:
         )
 
 
-def _write(path: Path, doc: dict[str, Any], schema_tag: str | None) -> None:
+def _write(
+    path: Path, doc: dict[str, Any], schema_tag: str | None, *, compact: bool = False
+) -> None:
     if schema_tag is not None:
-        schemas.check_output(doc, schema_tag)
+        schemas.check_output(store.sampled(doc) if compact else doc, schema_tag)
     # a derived file: atomic, but not worth an fsync per cell
-    store.atomic_write_bytes(path, store.dumps(doc), durable=False)
+    store.atomic_write_bytes(path, store.dumps(doc, compact=compact), durable=False)
+
+
+def _summary_stamp(summary: dict[str, Any] | None) -> str:
+    if summary is None:
+        return "summary none"
+    rest = {key: value for key, value in summary.items() if key != "generated_at"}
+    return "summary " + text_digest(json.dumps(rest, sort_keys=True))
 
 
 def _projection_key(out: Path, secrets: Secrets) -> str:
@@ -135,21 +144,31 @@ def export(
     receipts = receipts if receipts is not None else current_receipts(out, plan)
     written: dict[str, str] = {}  # relative name -> stamp
     plan_stat = _file_stat(out / store.PLAN_FILE)
-    sources: list[tuple[str, str | None, Path, Callable[..., dict[str, Any]], str | None]] = [
-        (store.PLAN_FILE, PLAN_SCHEMA, out / store.PLAN_FILE, project_plan, f"plan {plan_stat}"),
+    summary = store.read_json(out / store.SUMMARY_FILE)
+    summary = summary if isinstance(summary, dict) else None
+    sources: list[tuple[str, str | None, Callable[[], Any], Callable[..., Any], str]] = [
+        (
+            store.PLAN_FILE,
+            PLAN_SCHEMA,
+            lambda: store.read_json(out / store.PLAN_FILE),
+            project_plan,
+            f"plan {plan_stat}",
+        ),
         # the summary was validated when written and its projection only rewrites
-        # strings; validating its long value lists twice per run is not worth it
-        (store.SUMMARY_FILE, None, out / store.SUMMARY_FILE, project_summary, None),
+        # strings; validating its long value lists twice per run is not worth it.
+        # Its stamp ignores generated_at: unchanged results are not exported again.
+        (store.SUMMARY_FILE, None, lambda: summary, project_summary, _summary_stamp(summary)),
     ]
-    for name, tag, source, project, stamp in sources:
+    for name, tag, load, project, stamp in sources:
         target = dest / name
-        if stamp is not None and state.unchanged(name, target, stamp):
+        if state.unchanged(name, target, stamp):
             written[name] = stamp
             continue
-        doc = store.read_json(source)
+        doc = load()
         if isinstance(doc, dict):
-            _write(target, project(doc, secrets), tag)
-            written[name] = stamp or f"{name} {_file_stat(target)}"
+            # plan and summary grow with the plan: compact, validated by sample
+            _write(target, project(doc, secrets), tag, compact=True)
+            written[name] = stamp
     cells_dest = dest / store.CELLS_DIR
     cells_text = str(cells_dest)
     out_text = str(out)
@@ -163,6 +182,11 @@ def export(
         if state.unchanged(name, cell_target, stamp):
             verified.add(name)
         else:
+            if receipt.get("slim"):  # a slim view from the receipt index: read the whole receipt
+                full = store.read_receipt(out, cell_id).receipt
+                if full is None:
+                    continue
+                receipt = full
             _write(Path(cell_target), project_receipt(receipt, out_text, secrets), CELL_SCHEMA)
             state.files.pop(name, None)  # written again: check it again
         written[name] = stamp

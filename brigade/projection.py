@@ -71,6 +71,8 @@ class Matcher:
                 self._add(value, "env value", REDACTED)
         # index by the first `width` characters; paths may be shorter than MIN_SUBSTRING
         self.width = min([MIN_SUBSTRING, *(len(s) for s in self.kind)])
+        self._first_seen: dict[str, str | None] = {}
+        self._replaced: dict[str, str] = {}
         self.index: dict[str, list[str]] = {}
         for secret in sorted(self.kind, key=len, reverse=True):
             self.index.setdefault(secret[: self.width], []).append(secret)
@@ -111,11 +113,23 @@ class Matcher:
 
     def first(self, text: str) -> str | None:
         """The kind of the first secret in text, or None."""
-        found = self.kinds(text, first_only=True)
-        return found[0] if found else None
+        # documents repeat the same strings (keys, states, seat names) thousands of times
+        try:
+            return self._first_seen[text]
+        except KeyError:
+            found = self.kinds(text, first_only=True)
+            kind = self._first_seen[text] = found[0] if found else None
+            return kind
 
     def replace(self, text: str) -> str:
         """Text with every secret replaced by its stand-in (longest match wins)."""
+        try:
+            return self._replaced[text]
+        except KeyError:
+            result = self._replaced[text] = self._replace(text)
+            return result
+
+    def _replace(self, text: str) -> str:
         if text in self.exact:
             return self.exact[text]
         if not self.index or len(text) < self.width:
@@ -168,8 +182,7 @@ def scrub(value: Any, secrets: Secrets) -> Any:
         return scrub_text(value, secrets)
     if isinstance(value, list):
         return [
-            scrub(item, secrets) if isinstance(item, (str, list, dict)) else item
-            for item in value
+            scrub(item, secrets) if isinstance(item, (str, list, dict)) else item for item in value
         ]
     if isinstance(value, dict):
         return {scrub_text(k, secrets): scrub(v, secrets) for k, v in value.items()}

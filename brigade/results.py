@@ -52,9 +52,7 @@ def write_summary(out: Path, plan: Plan, receipts: Receipts | None = None) -> di
     """Compute and atomically write summary.json."""
     summary = summarize(out, plan, receipts)
     large = len(plan.cells) > LARGE_PLAN
-    store.write_json(
-        out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA, sample=large, compact=large
-    )
+    store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA, sample=large, compact=large)
     return summary
 
 

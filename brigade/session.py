@@ -59,6 +59,8 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     output_index: dict[str, Any] | None = None  # cell_id -> final.txt stat when verified
     output_index_changed: bool = False
+    receipt_index: dict[str, Any] = field(default_factory=dict)  # cell_id -> [stat, slim, attempt]
+    receipt_index_changed: bool = False
 
 
 def roster_path(manifest_path: Path, manifest: Manifest, explicit: Path | None) -> Path:
@@ -216,10 +218,14 @@ def scan(session: Session) -> None:
     out, retry = session.out, session.options.retry_transient
     needs_run = []
     present = store.existing_cells(out)
+    loaded = store.read_json(out / store.RECEIPT_INDEX) if present else None
+    index = loaded if isinstance(loaded, dict) else {}
     for cell in session.plan.cells:
-        recorded = (
-            store.read_receipt(out, cell.cell_id) if cell.cell_id in present else store.NOTHING
-        )
+        if cell.cell_id in present:
+            recorded, rebuilt = store.read_receipt_indexed(out, cell.cell_id, index)
+            session.receipt_index_changed |= rebuilt
+        else:
+            recorded = store.NOTHING
         session.recorded[cell.cell_id] = recorded
         action = decide(recorded.receipt, retry_transient=retry, reusable=False)
         if action == "skip" and not output_intact(session, recorded.receipt):
@@ -227,6 +233,7 @@ def scan(session: Session) -> None:
         session.actions[cell.cell_id] = action
         if action == "run":
             needs_run.append(cell)
+    session.receipt_index = index
     if not needs_run:
         return
     sources = reuse_index(out, {c.cell_id for c in session.plan.cells}, retry)
@@ -256,7 +263,9 @@ def output_intact(session: Session, receipt: dict[str, Any] | None) -> bool:
         loaded = store.read_json(session.out / store.OUTPUT_INDEX)
         session.output_index = loaded if isinstance(loaded, dict) else {}
     cell_id = receipt["cell_id"]
-    final = store.run_dir(session.out, cell_id, receipt["attempt"]) / "final.txt"
+    # a string path: building 10,000 Paths costs more than the stats themselves
+    final = f"{session.out}/{store.CELLS_DIR}/{cell_id}/{store.ATTEMPTS_DIR}/"
+    final += f"{store.attempt_name(receipt['attempt'])}/{store.RUN_DIR}/final.txt"
     stat = store.stat_key(final)
     if stat is not None and session.output_index.get(cell_id) == stat:
         return True
@@ -267,8 +276,8 @@ def output_intact(session: Session, receipt: dict[str, Any] | None) -> bool:
     return True
 
 
-def save_output_index(session: Session) -> None:
-    """Keep the stats of verified outputs for the next run (a cache; safe to lose)."""
+def save_indexes(session: Session) -> None:
+    """Keep the receipt and output indexes for the next run (caches; safe to lose)."""
     if session.output_index_changed and session.output_index is not None:
         store.atomic_write_bytes(
             session.out / store.OUTPUT_INDEX,
@@ -276,6 +285,13 @@ def save_output_index(session: Session) -> None:
             durable=False,
         )
         session.output_index_changed = False
+    if session.receipt_index_changed:
+        store.atomic_write_bytes(
+            session.out / store.RECEIPT_INDEX,
+            json.dumps(session.receipt_index, separators=(",", ":")).encode(),
+            durable=False,
+        )
+        session.receipt_index_changed = False
 
 
 def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str, str]:

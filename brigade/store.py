@@ -25,6 +25,8 @@ PLAN_FILE = "plan.json"
 PLAN_INDEX = ".plan-index.json"
 # a cache: the stat of each run/final.txt whose digest was verified
 OUTPUT_INDEX = ".output-index.json"
+# a cache: each cell.json's stat and the slim view of what it says
+RECEIPT_INDEX = ".receipt-index.json"
 SUMMARY_FILE = "summary.json"
 RECEIPT_FILE = "cell.json"
 CELLS_DIR = "cells"
@@ -164,19 +166,20 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def stat_key(path: Path) -> list[int] | None:
+def stat_key(path: Path | str) -> list[int] | None:
     """[size, mtime_ns] of a file, None when it is missing."""
     try:
-        info = path.stat()
+        info = os.stat(path)
     except OSError:
         return None
     return [info.st_size, info.st_mtime_ns]
 
 
-def file_digest(path: Path) -> str | None:
+def file_digest(path: Path | str) -> str | None:
     """`sha256:<hex>` of a file's bytes, None when it cannot be read."""
     try:
-        return digest(path.read_bytes())
+        with open(path, "rb") as handle:
+            return digest(handle.read())
     except OSError:
         return None
 
@@ -210,11 +213,64 @@ def recorded_from(doc: Any, cell_id: str) -> Recorded:
 
 
 def existing_cells(out: Path) -> set[str]:
-    """Names of the cell folders present (one listing instead of a failed open per cell)."""
+    """Names of the cell folders present (one listing instead of a failed open per cell).
+
+    A cell folder that is a symbolic link is left out: it is never trusted.
+    """
     try:
-        return set(os.listdir(out / CELLS_DIR))
+        with os.scandir(out / CELLS_DIR) as entries:
+            return {entry.name for entry in entries if not entry.is_symlink()}
     except OSError:
         return set()
+
+
+# what a receipt says about its cell's outcome, without its identity and details
+SLIM_KEYS = (
+    "schema",
+    "cell_id",
+    "state",
+    "attempt",
+    "started_at",
+    "finished_at",
+    "graded_at",
+    "exit_code",
+    "duration_seconds",
+    "score",
+    "output_digest",
+    "failure_reason",
+)
+
+
+def slim_receipt(receipt: dict[str, Any]) -> dict[str, Any]:
+    """The outcome of a receipt: enough to decide, summarise and stamp it (not to export it)."""
+    slim = {key: receipt[key] for key in SLIM_KEYS if key in receipt}
+    slim["graders"] = [
+        {"status": g.get("status"), "score": g.get("score")} for g in receipt.get("graders", [])
+    ]
+    slim["slim"] = True
+    return slim
+
+
+def read_receipt_indexed(out: Path, cell_id: str, index: dict[str, Any]) -> tuple[Recorded, bool]:
+    """A cell's receipt as a slim view, from `index` when cell.json's stat still matches.
+
+    Returns the record and whether the index entry was (re)built. The index is
+    a cache of the output directory, never its truth: any change to cell.json
+    (size or mtime) sends the reader back to the file.
+    """
+    path = f"{out}/{CELLS_DIR}/{cell_id}/{RECEIPT_FILE}"
+    stat = stat_key(path)
+    entry = index.get(cell_id)
+    if stat is not None and isinstance(entry, list) and len(entry) == 3 and entry[0] == stat:
+        slim, attempt = entry[1], entry[2]
+        return Recorded(slim, attempt), False
+    recorded = recorded_from(read_json(Path(path)), cell_id)
+    slim = slim_receipt(recorded.receipt) if recorded.receipt is not None else None
+    if stat is None:
+        index.pop(cell_id, None)
+    else:
+        index[cell_id] = [stat, slim, recorded.attempt]
+    return Recorded(slim, recorded.attempt), True
 
 
 NOTHING = Recorded(None, None)

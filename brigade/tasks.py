@@ -24,7 +24,7 @@ from brigade.report import write_report
 from brigade.reporter import REFUSED, RunInfo, make_reporter
 from brigade.results import current_receipts, write_summary
 from brigade.runner import bring_up_to_date, regrade_if_needed
-from brigade.session import Options, Session, open_session, save_output_index
+from brigade.session import Options, Session, open_session, save_indexes
 
 DOIT_BACKEND = "json"
 # Up to this many cells every cell is its own task (`doit list` shows each);
@@ -200,7 +200,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
         return {
             "actions": [
                 (guarded, [finalize, out, plan, session.workspace, unchanged]),
-                (guarded, [save_output_index, session]),
+                (guarded, [save_indexes, session]),
             ],
             # after every cell task and every regrade (doit -n runs tasks as soon as
             # their own dependencies are done)
