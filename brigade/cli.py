@@ -15,13 +15,13 @@ from brigade.errors import BrigadeError, InputError
 from brigade.export import export
 from brigade.outcome import COUNT_KEYS, EXIT_MEASUREMENT
 from brigade.plan import Plan, expand, plan_from_document
+from brigade.render import text_matrix
 from brigade.report import (
     HTML_FILE,
     JUNIT_FILE,
     REPORT_DIR,
     build_report,
     report_document,
-    text_matrix,
     write_files,
 )
 from brigade.results import current_receipts, read_plan_document, summarize, write_summary

@@ -200,7 +200,8 @@ def _one_line(summary: dict[str, Any]) -> str:
     extra = f"; measurement failures {failures}" if failures else ""
     stale = sum(summary["stale_counts"].values())
     stale_note = f"; {stale} stale" if stale else ""
+    total = summary["total_cells"]
     return (
-        f"{summary['total_cells']} cells: {counts or 'none'}{extra}{stale_note} "
+        f"{total} cell{'' if total == 1 else 's'}: {counts or 'none'}{extra}{stale_note} "
         f"-> {summary['outcome']} (exit {summary['exit_code']})"
     )

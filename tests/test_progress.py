@@ -47,4 +47,4 @@ def test_no_progress_line_when_not_a_terminal(project: Project) -> None:
     project.write_manifest([{"id": "a", "prompt": "answer: x"}])
     done = project.doit()
     assert "\r" not in done.stderr
-    assert done.stderr.strip().endswith("1 cells: unscored 1 -> clean (exit 0)")
+    assert done.stderr.strip().endswith("1 cell: unscored 1 -> clean (exit 0)")

@@ -335,6 +335,7 @@ def reference_run(project: Project, args: tuple[str, ...]) -> dict[str, Any]:
     project.out = project.root / "reference"
     done = project.doit(*args)
     assert done.returncode in (0, 1, 3), done.stderr
+    assert "Traceback" not in done.stderr and (project.out / "summary.json").exists(), done.stderr
     summary = project.summary()
     states = {coord: r["state"] for coord, r in project.receipts().items()}
     assert summary["exit_code"] == done.returncode
@@ -381,6 +382,7 @@ def chaos_campaign(project: Project, seed: int, kills: int, jobs: int) -> Chaos:
                 continue
             _, err = proc.communicate(timeout=30)
             assert code == reference["returncode"], err
+            assert "Traceback" not in err and (project.out / "summary.json").exists(), err
             for pid in left:  # late stragglers write only into their own attempt folder
                 wait_for(lambda pid=pid: not alive(pid), 30, f"straggler {pid} done")
             check_final(project, kinds, history, reference)

@@ -16,18 +16,12 @@ import xmlschema
 from conftest import FAKE_CLI, REPO, Project
 
 from brigade import report as report_module
+from brigade.junit import junit_xml
 from brigade.manifest import manifest_from_document
 from brigade.plan import Plan, build_plan, plan_from_document
 from brigade.projection import make_secrets
-from brigade.report import (
-    build_report,
-    check_report_file,
-    display_names,
-    html_page,
-    junit_xml,
-    text_matrix,
-    write_report,
-)
+from brigade.render import html_page, text_matrix
+from brigade.report import build_report, check_report_file, display_names, write_report
 from brigade.results import current_receipts, read_plan_document
 from brigade.roster import roster_from_document
 from brigade.summary import build_summary
