@@ -14,7 +14,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import best_of, brigade_argv, cpu_count, doit_argv, emit, fabricate_results, write_inputs
+from common import (
+    best_of,
+    brigade_argv,
+    cpu_count,
+    doit_argv,
+    emit,
+    fabricate_results,
+    write_inputs,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -33,8 +41,16 @@ def main() -> None:
         print(f"building {args.cells} finished cells in {out} ...", file=sys.stderr)
         fabricate_results(manifest, roster, out, workspace)
     doit = doit_argv(manifest, roster, out, workspace)
-    run = brigade_argv("run", str(manifest), "--roster", str(roster), "--out", str(out),
-                       "--workspace", str(workspace))
+    run = brigade_argv(
+        "run",
+        str(manifest),
+        "--roster",
+        str(roster),
+        "--out",
+        str(out),
+        "--workspace",
+        str(workspace),
+    )
     # the first run after building writes summary, export and caches; not measured
     best_of(1, doit)
     floor, _, floor_rss = best_of(args.runs, [sys.executable, str(HERE / "floor.py"), str(out)])

@@ -28,9 +28,20 @@ def main() -> None:
     print(f"{args.cells} cells sleeping {args.seconds} s each on {cpu_count()} cores")
     for jobs in args.jobs:
         out = root / f"out-{jobs}"
-        wall, code, _ = timed(brigade_argv("run", str(manifest), "--roster", str(roster),
-                                           "--out", str(out), "--workspace", str(workspace),
-                                           "-n", str(jobs)))
+        wall, code, _ = timed(
+            brigade_argv(
+                "run",
+                str(manifest),
+                "--roster",
+                str(roster),
+                "--out",
+                str(out),
+                "--workspace",
+                str(workspace),
+                "-n",
+                str(jobs),
+            )
+        )
         assert code == 1, code  # sleep prints nothing: the "hello" grader rejects every cell
         ideal = math.ceil(args.cells / jobs) * args.seconds
         emit(f"-n {jobs}", wall, "s", f"ideal {ideal:.1f} s, efficiency {ideal / wall:.0%}")

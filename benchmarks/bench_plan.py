@@ -1,6 +1,6 @@
 """Planning: expand a 100,000-cell manifest and write plan.json (`doit plan` runs only that task).
 
-    .venv/bin/python benchmarks/bench_plan.py [--cases 10000] [--trials 10]
+.venv/bin/python benchmarks/bench_plan.py [--cases 10000] [--trials 10]
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def main() -> None:
     # a fresh cache each run: the first parse and validation are part of planning
     env = {**os.environ, "BRIGADE_CACHE_DIR": str(root / "cache")}
     plan_cmd = brigade_argv("plan", str(manifest), "--roster", str(roster), "--out", str(out))
-    print(f"planning {cells} cells ({args.cases} cases x {args.trials} trials) on {cpu_count()} cores")
+    print(
+        f"planning {cells} cells ({args.cases} cases x {args.trials} trials) on {cpu_count()} cores"
+    )
     cold = []
     for _ in range(args.runs):
         shutil.rmtree(root / "cache", ignore_errors=True)

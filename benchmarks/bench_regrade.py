@@ -1,6 +1,6 @@
 """Regrade: `brigade regrade` re-grades every stored cell (digests verified first, no seat runs).
 
-    .venv/bin/python benchmarks/bench_regrade.py [--cells 10000] [--keep DIR]
+.venv/bin/python benchmarks/bench_regrade.py [--cells 10000] [--keep DIR]
 """
 
 from __future__ import annotations

@@ -15,25 +15,42 @@ REPO = Path(__file__).resolve().parents[1]
 DODO = REPO / "dodo.py"
 
 
-def write_inputs(folder: Path, cases: int, trials: int, seats: int = 1, cli: str = "exec:true",
-                 prompt: str = "Say hello") -> tuple[Path, Path]:
+def write_inputs(
+    folder: Path,
+    cases: int,
+    trials: int,
+    seats: int = 1,
+    cli: str = "exec:true",
+    prompt: str = "Say hello",
+) -> tuple[Path, Path]:
     """A manifest of `cases` x `seats` x `trials` cells and its roster."""
     folder.mkdir(parents=True, exist_ok=True)
     names = [f"seat{i}" for i in range(seats)]
     roster = folder / "roster.yaml"
-    roster.write_text(yaml.safe_dump({
-        "schema": "brigade.roster.v1",
-        "seats": {name: {"cli": cli} for name in names},
-    }))
+    roster.write_text(
+        yaml.safe_dump(
+            {
+                "schema": "brigade.roster.v1",
+                "seats": {name: {"cli": cli} for name in names},
+            }
+        )
+    )
     manifest = folder / "manifest.yaml"
-    manifest.write_text(yaml.safe_dump({
-        "schema": "brigade.eval_manifest.v1",
-        "name": "bench",
-        "trials": trials,
-        "seats": names,
-        "graders": [{"type": "regex_output", "pattern": "hello"}],
-        "cases": [{"id": f"case-{i:06d}", "prompt": f"{prompt} #{i}"} for i in range(cases)],
-    }, sort_keys=False))
+    manifest.write_text(
+        yaml.safe_dump(
+            {
+                "schema": "brigade.eval_manifest.v1",
+                "name": "bench",
+                "trials": trials,
+                "seats": names,
+                "graders": [{"type": "regex_output", "pattern": "hello"}],
+                "cases": [
+                    {"id": f"case-{i:06d}", "prompt": f"{prompt} #{i}"} for i in range(cases)
+                ],
+            },
+            sort_keys=False,
+        )
+    )
     return manifest, roster
 
 
@@ -46,7 +63,7 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
     from brigade import store
     from brigade.graders import run_graders
     from brigade.outcome import cell_score, classify_grades
-    from brigade.runner import running_receipt, grade_context
+    from brigade.runner import grade_context, running_receipt
     from brigade.session import Options, open_session
     from brigade.tasks import write_plan
 
@@ -61,34 +78,68 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
         for name in ("stdout.log", "stderr.log"):
             (run_dir / name).write_bytes(b"")
         run_doc = {
-            "schema": "brigade.run.v1", "cell_id": cell.cell_id, "attempt": 1,
-            "status": "completed", "exit_code": 0, "signal": None, "duration_seconds": 0.01,
-            "cwd": str(workspace), "started_at": now, "finished_at": now, "failure_kind": None,
-            "failure_detail": None, "adapter": "exec", "argv": ["true"], "executable": None,
-            "executable_version": None, "timeout_seconds": 600.0, "execution_mode": "read-only",
-            "workspace_access": "shared-checkout", "read_only_enforcement": "none",
-            "settings_not_applied": [], "changed_files": None, "workspace_snapshot": None,
-            "stdout_bytes": 6, "stderr_bytes": 0,
+            "schema": "brigade.run.v1",
+            "cell_id": cell.cell_id,
+            "attempt": 1,
+            "status": "completed",
+            "exit_code": 0,
+            "signal": None,
+            "duration_seconds": 0.01,
+            "cwd": str(workspace),
+            "started_at": now,
+            "finished_at": now,
+            "failure_kind": None,
+            "failure_detail": None,
+            "adapter": "exec",
+            "argv": ["true"],
+            "executable": None,
+            "executable_version": None,
+            "timeout_seconds": 600.0,
+            "execution_mode": "read-only",
+            "workspace_access": "shared-checkout",
+            "read_only_enforcement": "none",
+            "settings_not_applied": [],
+            "changed_files": None,
+            "workspace_snapshot": None,
+            "stdout_bytes": 6,
+            "stderr_bytes": 0,
         }
         (run_dir / "run.json").write_text(json.dumps(run_doc))
-        results = run_graders(cell.graders, grade_context(session.ctx, cell.cell_id, run_dir, run_doc))
+        results = run_graders(
+            cell.graders, grade_context(session.ctx, cell.cell_id, run_dir, run_doc)
+        )
         receipt = running_receipt(session.ctx, cell, 1, now)
-        receipt.update({
-            "state": classify_grades(results).state, "finished_at": now, "exit_code": 0,
-            "duration_seconds": 0.01, "run_dir": str(run_dir), "graders": results,
-            "output_digest": store.file_digest(run_dir / "final.txt"), "score": cell_score(results),
-            "acceptance": {"accepted": True, "graders_total": len(results),
-                           "graders_passed": len(results), "graders_errored": 0},
-            "graded_at": now,
-        })
+        receipt.update(
+            {
+                "state": classify_grades(results).state,
+                "finished_at": now,
+                "exit_code": 0,
+                "duration_seconds": 0.01,
+                "run_dir": str(run_dir),
+                "graders": results,
+                "output_digest": store.file_digest(run_dir / "final.txt"),
+                "score": cell_score(results),
+                "acceptance": {
+                    "accepted": True,
+                    "graders_total": len(results),
+                    "graders_passed": len(results),
+                    "graders_errored": 0,
+                },
+                "graded_at": now,
+            }
+        )
         data = store.dumps(receipt)
         (run_dir.parent / "cell.json").write_bytes(data)
         (store.cell_dir(out, cell.cell_id) / "cell.json").write_bytes(data)
     return len(session.plan.cells)
 
 
-def timed(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
-          stdout: int | None = subprocess.DEVNULL) -> tuple[float, int, float]:
+def timed(
+    argv: list[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdout: int | None = subprocess.DEVNULL,
+) -> tuple[float, int, float]:
     """Wall seconds, exit code and peak RSS (MB) of one command."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.DEVNULL)
@@ -105,8 +156,18 @@ def best_of(runs: int, argv: list[str], **kwargs: object) -> tuple[float, int, f
 
 
 def doit_argv(manifest: Path, roster: Path, out: Path, workspace: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "doit", "-f", str(DODO), *extra, f"manifest={manifest}",
-            f"roster={roster}", f"out={out}", f"workspace={workspace}"]
+    return [
+        sys.executable,
+        "-m",
+        "doit",
+        "-f",
+        str(DODO),
+        *extra,
+        f"manifest={manifest}",
+        f"roster={roster}",
+        f"out={out}",
+        f"workspace={workspace}",
+    ]
 
 
 def brigade_argv(*args: str) -> list[str]:

@@ -86,6 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     Finished cells are skipped, crashed ones re-run as new attempts, grader
     faults are re-graded from stored output. Exit 0: only accepted/unscored;
     1: a real failure of a seat; 3: a measurement failure; 2: could not start.
+    With --executor dask the seats run on a Dask cluster's workers (see README).
     """
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
@@ -103,6 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_transient=args.retry_transient,
         wait=args.wait,
         always=args.always,
+        executor=args.executor,
+        scheduler=args.scheduler,
     )
     manifest, _, _ = load_inputs(options.manifest, options.roster)
     workspace = (options.workspace or Path.cwd()).absolute()
@@ -366,6 +369,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--always", action="store_true", help="run every cell again as a new attempt")
     sub.add_argument(
         "--wait", action="store_true", help="wait for another run on the same output directory"
+    )
+    sub.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        help="where seats run: here (local) or on a Dask cluster (default: the roster's "
+        "`executor`, else local)",
+    )
+    sub.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="the Dask scheduler, e.g. tcp://host:8786 (default: the roster's executor.scheduler)",
     )
 
     sub = command("regrade", cmd_regrade)

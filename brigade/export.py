@@ -55,7 +55,7 @@ def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets
     )
 
 
-def _stamp(receipt: dict[str, Any]) -> str:
+def _stamp(receipt: Mapping[str, Any]) -> str:
     """Changes whenever a receipt is rewritten with new content (run, regrade)."""
     return f"{receipt.get('attempt')}|{receipt.get('state')}|{receipt.get('graded_at')}"
 
@@ -129,7 +129,7 @@ def export(
     plan: Plan,
     dest: Path | None = None,
     workspace: Path | None = None,
-    receipts: Mapping[str, dict[str, Any] | None] | None = None,
+    receipts: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> ExportResult:
     """Write the projection of the current plan's results to `dest` and check it for leaks.
 
@@ -182,12 +182,13 @@ def export(
         if state.unchanged(name, cell_target, stamp):
             verified.add(name)
         else:
-            if receipt.get("slim"):  # a slim view from the receipt index: read the whole receipt
-                full = store.read_receipt(out, cell_id).receipt
-                if full is None:
-                    continue
-                receipt = full
-            _write(Path(cell_target), project_receipt(receipt, out_text, secrets), CELL_SCHEMA)
+            # a slim view from the receipt index lacks what is exported: read the whole receipt
+            full = (
+                receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
+            )
+            if full is None:
+                continue
+            _write(Path(cell_target), project_receipt(full, out_text, secrets), CELL_SCHEMA)
             state.files.pop(name, None)  # written again: check it again
         written[name] = stamp
     # the export mirrors the current plan: projected receipts of other cells go

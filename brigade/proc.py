@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,12 +70,15 @@ def run(
     stdout_path: Path,
     stderr_path: Path,
     grace: float = TERM_GRACE_SECONDS,
+    should_stop: Callable[[], bool] | None = None,
 ) -> ProcResult:
     """Run argv in a new session; stdout/stderr go straight to files (kept on timeout).
 
     On timeout the whole process group gets SIGTERM, then SIGKILL after `grace`.
     Leftover members of the group (background children) are killed when the
-    leader exits, so no agent process outlives its cell.
+    leader exits, so no agent process outlives its cell. `should_stop` is polled
+    while the seat runs (a Dask worker asks whether its task was cancelled); when
+    it says yes the group is ended the same way and Interrupted is raised.
     """
     started_at = utc_now()
     start = time.monotonic()
@@ -120,15 +123,22 @@ def run(
         timer = threading.Timer(timeout, expiry.fire)
         timer.daemon = True
         timer.start()
+        stopped = _Expiry(proc, grace)
+        waited = threading.Event()
+        if should_stop is not None:
+            threading.Thread(
+                target=_watch_stop, args=(should_stop, stopped, waited), daemon=True
+            ).start()
         try:
             proc.wait()
         finally:
             timer.cancel()
+            waited.set()
             _signal_group(proc.pid, signal.SIGKILL)
             with _live_lock:
                 _live_groups.discard(proc.pid)
         timed_out = expiry.fired
-    if stopping.is_set():
+    if stopping.is_set() or stopped.fired:
         raise Interrupted(f"stopped while running {argv[0]}")
     code = proc.returncode
     return ProcResult(
@@ -194,9 +204,36 @@ class _Expiry:
         _signal_group(self.proc.pid, signal.SIGKILL)
 
 
+# how often a seat's `should_stop` is asked (a cancelled remote seat ends within this)
+STOP_POLL_SECONDS = 0.5
+
+
+def _watch_stop(should_stop: Callable[[], bool], stopped: _Expiry, waited: threading.Event) -> None:
+    while not waited.wait(STOP_POLL_SECONDS):
+        if should_stop():
+            stopped.fire()
+            return
+
+
+_stoppers: list[Callable[[], None]] = []
+
+
+def on_stop(callback: Callable[[], None]) -> None:
+    """Have terminate_all also call `callback` (the Dask executor cancels its remote seats)."""
+    with _live_lock:
+        _stoppers.append(callback)
+
+
 def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
     """Stop every process group still running (on SIGTERM or Ctrl-C of brigade)."""
     stopping.set()
+    with _live_lock:
+        stoppers = list(_stoppers)
+    for stop in stoppers:
+        try:
+            stop()
+        except Exception:  # best effort: the run is ending either way
+            pass
     with _live_lock:
         groups = list(_live_groups)
     for pgid in groups:
@@ -218,6 +255,8 @@ def _leader_running(pgid: int) -> bool:
     serial mode is the very thread running the signal handler: `killpg(pgid, 0)` would
     see it alive for the whole grace.
     """
+    if not hasattr(os, "waitid"):  # not on every Unix
+        return _group_alive(pgid)
     try:
         return os.waitid(os.P_PID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
     except ChildProcessError:  # already reaped: whatever is left of its group

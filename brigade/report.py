@@ -122,7 +122,7 @@ def display_names(names: Iterable[str], secrets: Secrets) -> dict[str, str]:
 def report_cells(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, dict[str, Any] | None],
+    receipts: Mapping[str, Mapping[str, Any] | None],
     secrets: Secrets,
     seats: Mapping[str, str],
     cases: Mapping[str, str],
@@ -188,7 +188,7 @@ class Report:
 def build_report(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, dict[str, Any] | None],
+    receipts: Mapping[str, Mapping[str, Any] | None],
     summary: Mapping[str, Any],
     *,
     workspace: Path | None = None,
@@ -318,7 +318,7 @@ def _secrets_key(secrets: Secrets) -> str:
 
 
 def _inputs_key(
-    plan: Plan, receipts: Mapping[str, dict[str, Any] | None], summary: Mapping[str, Any]
+    plan: Plan, receipts: Mapping[str, Mapping[str, Any] | None], summary: Mapping[str, Any]
 ) -> str:
     """Changes whenever the report could: code, plan, any receipt rewritten, stale counts."""
     digest = hashlib.sha256()
@@ -339,7 +339,7 @@ def _inputs_key(
 def write_report(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, dict[str, Any] | None],
+    receipts: Mapping[str, Mapping[str, Any] | None],
     summary: Mapping[str, Any],
     *,
     workspace: Path | None = None,
@@ -353,7 +353,7 @@ def write_report(
     inputs = _inputs_key(plan, receipts, summary)
     if checked.current(junit, inputs) and checked.current(html_file, inputs):
         return ReportResult(files=(junit, html_file), leaks=())
-    if any(r is not None and r.get("slim") for r in receipts.values()):
+    if any(r is not None and not isinstance(r, dict) for r in receipts.values()):
         receipts = current_receipts(out, plan)  # the report shows details slim views lack
     report = build_report(out, plan, receipts, summary, secrets=secrets)
     return _write(out, report, [junit, html_file], checked, inputs)

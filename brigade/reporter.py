@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -35,6 +36,10 @@ class RunInfo:
     wait: bool
     notes: list[str] = field(default_factory=list)
     collected: dict[str, str | None] = field(default_factory=dict)  # finished, no own task
+    # called before anything is written (the dask executor connects); BrigadeError refuses
+    start: Callable[[], None] | None = None
+    # set by the reporter: counts a cell recorded outside its own task (the collect task)
+    count: Callable[[str | None], None] | None = None
     exit_code: int | None = None
     summary: dict[str, Any] | None = None
 
@@ -68,12 +73,15 @@ def make_reporter(info: RunInfo) -> type:
 
         def initialize(self, tasks: dict[str, Any], selected_tasks: list[str]) -> None:
             try:
+                if info.start is not None:
+                    info.start()
                 lock.acquire(info.out, wait=info.wait)
             except BrigadeError as exc:
                 self.refused.append(str(exc))
                 _skip_db_dump()
                 raise SystemExit(EXIT_UNUSABLE) from None
             self.locked = True
+            info.count = self._count
             for signum in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(signum, self._on_signal)
             for note in info.notes:
@@ -92,7 +100,9 @@ def make_reporter(info: RunInfo) -> type:
         def add_success(self, task: Any) -> None:
             cell_id = info.cell_tasks.get(task.name)
             if cell_id is not None:
-                self._count(store.read_receipt(info.out, cell_id).state)
+                state = store.read_receipt(info.out, cell_id).state
+                if state != "running":  # else handed to the cluster: counted when collected
+                    self._count(state)
             elif task.name == "summary":
                 self.summary_ran = True
 

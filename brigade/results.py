@@ -12,13 +12,13 @@ from brigade.plan import Plan
 from brigade.proc import utc_now
 from brigade.summary import SUMMARY_SCHEMA, build_summary
 
-Receipts = dict[str, dict[str, Any] | None]
+Receipts = dict[str, Mapping[str, Any] | None]  # full receipts, or slim views of them
 # above this many cells summary.json is written compact and validated by sample
 LARGE_PLAN = 1000
 
 
 def current_receipts(
-    out: Path, plan: Plan, known: Mapping[str, dict[str, Any] | None] | None = None
+    out: Path, plan: Plan, known: Mapping[str, Mapping[str, Any] | None] | None = None
 ) -> Receipts:
     """cell_id -> trusted receipt (None when missing or untrusted) for every planned cell.
 

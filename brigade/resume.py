@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 Action = Literal["skip", "regrade", "run", "reuse"]
@@ -10,7 +11,7 @@ Action = Literal["skip", "regrade", "run", "reuse"]
 UP_TO_DATE = frozenset({"accepted", "rejected", "unscored", "execution_error", "adapter_error"})
 
 
-def decide(receipt: dict[str, Any] | None, *, retry_transient: bool, reusable: bool) -> Action:
+def decide(receipt: Mapping[str, Any] | None, *, retry_transient: bool, reusable: bool) -> Action:
     """One row of the resume table (seeds/cell-identity-and-resume.md).
 
     - accepted / rejected / unscored / execution_error / adapter_error: skip,
@@ -31,7 +32,7 @@ def decide(receipt: dict[str, Any] | None, *, retry_transient: bool, reusable: b
     return "reuse" if reusable else "run"
 
 
-def reusable_source(receipt: dict[str, Any] | None, *, retry_transient: bool) -> bool:
+def reusable_source(receipt: Mapping[str, Any] | None, *, retry_transient: bool) -> bool:
     """Whether a receipt's seat run may be graded for a cell differing only in graders."""
     if receipt is None or receipt.get("state") not in UP_TO_DATE | {"grader_error"}:
         return False
@@ -40,7 +41,7 @@ def reusable_source(receipt: dict[str, Any] | None, *, retry_transient: bool) ->
     return True
 
 
-def is_transient(receipt: dict[str, Any]) -> bool:
+def is_transient(receipt: Mapping[str, Any]) -> bool:
     """adapter_error and timed-out execution_error: what --retry-transient re-runs."""
     state = receipt.get("state")
     return state == "adapter_error" or (

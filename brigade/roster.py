@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from brigade import schemas
 from brigade.documents import read_valid_document
@@ -51,6 +51,17 @@ class SeatSpec:
         }
 
 
+ExecutorKind = Literal["local", "dask"]
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """Where seats run: here, or on a Dask cluster (never part of a cell's identity)."""
+
+    kind: ExecutorKind = "local"
+    scheduler: str | None = None
+
+
 @dataclass(frozen=True)
 class Roster:
     """A loaded, validated roster."""
@@ -59,6 +70,7 @@ class Roster:
     seats: Mapping[str, SeatSpec]
     codex_transport: str
     timeout_seconds: float
+    executor: ExecutorSpec | None = None  # the roster's `executor`, when it has one
 
 
 def load_roster(path: Path, label: str | None = None) -> Roster:
@@ -95,9 +107,15 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             codex_transport=codex_transport if raw["cli"] == "codex" else None,
             roster_dir=roster_dir,
         )
+    raw_executor = doc.get("executor")
     return Roster(
         path=path,
         seats=seats,
         codex_transport=codex_transport,
         timeout_seconds=default_timeout,
+        executor=(
+            ExecutorSpec(kind=raw_executor["kind"], scheduler=raw_executor.get("scheduler"))
+            if raw_executor is not None
+            else None
+        ),
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from brigade.identity import CELL_SCHEMA
 from brigade.outcome import RunFacts, Verdict, cell_score, classify_grades, classify_run
 from brigade.plan import Cell
 from brigade.resume import decide
+from brigade.roster import SeatSpec
 
 FINAL = "final.txt"
 RUN_RECORD = "run.json"
@@ -48,14 +51,24 @@ class RunContext:
     retry_transient: bool = False
 
 
+# hands a seat run to another executor (cell, attempt, started_at); it records it later
+Submit = Callable[[Cell, int, str], None]
+
+
 def bring_up_to_date(
-    ctx: RunContext, cell: Cell, reuse_from: str | None = None, always: bool = False
+    ctx: RunContext,
+    cell: Cell,
+    reuse_from: str | None = None,
+    always: bool = False,
+    submit: Submit | None = None,
 ) -> str:
     """Run (or reuse) the seat for a cell that needs it; returns what was done.
 
     The decision is taken again from disk here, so a cell finished by another
     run since the plan was loaded is left alone. `always` runs a new attempt
-    whatever the receipt says (like `make -B`).
+    whatever the receipt says (like `make -B`). With `submit` (the Dask
+    executor) the seat run is handed over after the `running` receipt is
+    written, and recorded by whoever collects it.
     """
     recorded = store.read_receipt(ctx.out, cell.cell_id)
     source = _usable_source(ctx, reuse_from) if reuse_from and not always else None
@@ -75,6 +88,9 @@ def bring_up_to_date(
     reused = None
     if source is not None:
         run_doc, reused = _copy_run(ctx, source, cell, attempt)
+    elif submit is not None:
+        submit(cell, attempt, started_at)
+        return action
     else:
         run_doc = run_seat(ctx, cell, attempt)
     finish(ctx, cell, attempt, started_at, run_doc, reused)
@@ -115,39 +131,95 @@ def seat_environment(request: SeatRequest, extra: dict[str, str]) -> dict[str, s
     return env
 
 
+@dataclass(frozen=True)
+class SeatJob:
+    """One seat run, whatever executes it (the Dask executor pickles it to a worker)."""
+
+    cell_id: str
+    coordinate: str
+    attempt: int
+    seat: SeatSpec
+    prompt: str
+    execution_mode: str
+    # writable runs: the commit the worktree starts from (None: the workspace's HEAD now)
+    head: str | None = None
+
+    @property
+    def writable(self) -> bool:
+        """Whether the seat runs in its own detached worktree."""
+        return self.execution_mode == "writable-worktree"
+
+
+@dataclass(frozen=True)
+class SeatRun:
+    """What running a seat produced: run.json's document and what goes beside it."""
+
+    run_doc: dict[str, Any]
+    final_text: str
+    timed_out: bool
+    transport: str | None
+    seat: str
+
+
+def seat_job(cell: Cell, attempt: int, head: str | None = None) -> SeatJob:
+    """The job that runs a cell's seat for one attempt."""
+    return SeatJob(
+        cell_id=cell.cell_id,
+        coordinate=cell.coordinate,
+        attempt=attempt,
+        seat=cell.seat,
+        prompt=cell.prompt,
+        execution_mode=cell.execution_mode,
+        head=head,
+    )
+
+
 def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
-    """Run the seat once for an attempt; write final.txt, logs, run.json, worker-results.json."""
+    """Run the seat here once for an attempt; write final.txt, logs, run.json, worker-results."""
     rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
-    writable = cell.execution_mode == "writable-worktree"
+    return record_run(rdir, execute_seat(seat_job(cell, attempt), ctx.workspace, rdir))
+
+
+def execute_seat(
+    job: SeatJob,
+    workspace: Path,
+    rdir: Path,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+) -> SeatRun:
+    """Run a seat in `workspace`: logs (and a writable run's changes) go to `rdir`.
+
+    Shared by both executors: the local one passes the attempt's run folder,
+    a Dask worker a scratch folder whose files it sends back. Writes no record.
+    """
     tree: worktree.Worktree | None = None
     try:
-        if writable:
+        if job.writable:
             try:
-                tree = worktree.create(worktree.find_repo(ctx.workspace))
+                tree = worktree.create(_worktree_repo(workspace, job.head))
             except (OSError, EnvironmentProblem) as exc:
-                return _not_launched(
-                    ctx, cell, attempt, rdir, f"worktree: {exc}", "worktree_failed"
-                )
-        cwd = tree.cwd if tree else ctx.workspace
+                return unlaunched_run(job, rdir, workspace, f"worktree: {exc}", "worktree_failed")
+        cwd = tree.cwd if tree else workspace
         request = SeatRequest(
-            seat=cell.seat,
-            prompt=cell.prompt,
+            seat=job.seat,
+            prompt=job.prompt,
             cwd=cwd,
             run_dir=rdir,
-            writable=writable,
-            cell_id=cell.cell_id,
-            coordinate=cell.coordinate,
+            writable=job.writable,
+            cell_id=job.cell_id,
+            coordinate=job.coordinate,
         )
-        adapter = adapter_for(cell.seat.cli)
+        adapter = adapter_for(job.seat.cli)
         invocation = adapter.invocation(request)
         result = proc.run(
             invocation.argv,
             cwd=cwd,
             env=seat_environment(request, dict(invocation.env)),
             stdin_text=invocation.stdin_text,
-            timeout=cell.seat.timeout_seconds,
+            timeout=job.seat.timeout_seconds,
             stdout_path=rdir / STDOUT,
             stderr_path=rdir / STDERR,
+            should_stop=should_stop,
         )
         stdout = _read_text(rdir / STDOUT)
         stderr = _read_text(rdir / STDERR)
@@ -155,12 +227,11 @@ def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
             reading = adapter.read(exit_code=result.exit_code, stdout=stdout, stderr=stderr)
         else:
             reading = Reading(final_text=stdout if result.launched else "")
-        store.atomic_write_bytes(rdir / FINAL, reading.final_text.encode("utf-8"), sync_dir=False)
         status, kind, detail = _run_status(result, reading)
         run_doc: dict[str, Any] = {
             "schema": "brigade.run.v1",
-            "cell_id": cell.cell_id,
-            "attempt": attempt,
+            "cell_id": job.cell_id,
+            "attempt": job.attempt,
             "status": status,
             "exit_code": result.exit_code,
             "signal": result.signal,
@@ -173,12 +244,12 @@ def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
             "adapter": adapter.name,
             "argv": list(invocation.argv),
             "executable": result.executable,
-            "executable_version": executable_version(adapter, cell.seat, result.executable),
-            "timeout_seconds": cell.seat.timeout_seconds,
-            "execution_mode": cell.execution_mode,
-            "workspace_access": "detached-worktree" if writable else "shared-checkout",
+            "executable_version": executable_version(adapter, job.seat, result.executable),
+            "timeout_seconds": job.seat.timeout_seconds,
+            "execution_mode": job.execution_mode,
+            "workspace_access": "detached-worktree" if job.writable else "shared-checkout",
             "read_only_enforcement": (
-                "not-applicable" if writable else invocation.read_only_enforcement
+                "not-applicable" if job.writable else invocation.read_only_enforcement
             ),
             "settings_not_applied": list(invocation.settings_not_applied),
             "changed_files": None,
@@ -196,11 +267,28 @@ def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
                 "deleted": deleted,
                 "not_copied": not_copied,
             }
-        _write_run_records(rdir, run_doc, result.timed_out, invocation.transport, cell.seat.name)
-        return run_doc
+        return SeatRun(
+            run_doc, reading.final_text, result.timed_out, invocation.transport, job.seat.name
+        )
     finally:
         if tree is not None:
             worktree.remove(tree)
+
+
+def _worktree_repo(workspace: Path, head: str | None) -> worktree.Repo:
+    """The repository to branch a writable run from, at `head` when one is given."""
+    repo = worktree.find_repo(workspace)
+    if head is None or head == repo.head:
+        return repo
+    code, _, _ = proc.capture(
+        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=repo.toplevel, timeout=60
+    )
+    if code != 0:
+        raise EnvironmentProblem(
+            f"commit {head} is not in the git checkout at {repo.toplevel} here "
+            "(fetch it there, then re-run with --retry-transient)"
+        )
+    return dataclasses.replace(repo, head=head)
 
 
 def _run_status(result: proc.ProcResult, reading: Reading) -> tuple[str, str | None, str | None]:
@@ -215,33 +303,38 @@ def _run_status(result: proc.ProcResult, reading: Reading) -> tuple[str, str | N
     return "completed", None, None
 
 
-def _not_launched(
-    ctx: RunContext, cell: Cell, attempt: int, rdir: Path, detail: str, kind: str
-) -> dict[str, Any]:
+def unlaunched_run(
+    job: SeatJob,
+    rdir: Path,
+    cwd: Path,
+    detail: str,
+    kind: str,
+    status: str = "not_launched",
+) -> SeatRun:
+    """A run whose seat never ran (or whose result was lost): empty logs but for the detail."""
     now = proc.utc_now()
-    for name in (FINAL, STDOUT):
-        store.atomic_write_bytes(rdir / name, b"")
+    store.atomic_write_bytes(rdir / STDOUT, b"")
     store.atomic_write_bytes(rdir / STDERR, f"brigade: {detail}\n".encode())
     run_doc: dict[str, Any] = {
         "schema": "brigade.run.v1",
-        "cell_id": cell.cell_id,
-        "attempt": attempt,
-        "status": "not_launched",
+        "cell_id": job.cell_id,
+        "attempt": job.attempt,
+        "status": status,
         "exit_code": None,
         "signal": None,
         "duration_seconds": 0.0,
-        "cwd": str(ctx.workspace),
+        "cwd": str(cwd),
         "started_at": now,
         "finished_at": now,
         "failure_kind": kind,
         "failure_detail": detail,
-        "adapter": adapter_for(cell.seat.cli).name,
+        "adapter": adapter_for(job.seat.cli).name,
         "argv": [],
         "executable": None,
         "executable_version": None,
-        "timeout_seconds": cell.seat.timeout_seconds,
-        "execution_mode": cell.execution_mode,
-        "workspace_access": "detached-worktree",
+        "timeout_seconds": job.seat.timeout_seconds,
+        "execution_mode": job.execution_mode,
+        "workspace_access": "detached-worktree" if job.writable else "shared-checkout",
         "read_only_enforcement": "not-applicable",
         "settings_not_applied": [],
         "changed_files": None,
@@ -249,8 +342,17 @@ def _not_launched(
         "stdout_bytes": 0,
         "stderr_bytes": 0,
     }
-    _write_run_records(rdir, run_doc, False, cell.seat.transport, cell.seat.name)
-    return run_doc
+    return SeatRun(run_doc, "", False, job.seat.transport, job.seat.name)
+
+
+def record_run(rdir: Path, run: SeatRun) -> dict[str, Any]:
+    """Write final.txt, run.json and worker-results.json for a seat run; returns run.json's doc.
+
+    The one place a seat run is recorded, wherever it ran.
+    """
+    store.atomic_write_bytes(rdir / FINAL, run.final_text.encode("utf-8"), sync_dir=False)
+    _write_run_records(rdir, run.run_doc, run.timed_out, run.transport, run.seat)
+    return run.run_doc
 
 
 def _write_run_records(

@@ -7,9 +7,11 @@ hand it to `tasks`, so they run the same tasks through the same code.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brigade import graders, store, worktree
 from brigade.doctor import read_only_warnings
@@ -19,8 +21,11 @@ from brigade.identity import identity_payload, run_key
 from brigade.manifest import Manifest, load_manifest
 from brigade.plan import Plan, cells_key, expand, stale_cells
 from brigade.resume import Action, decide, reusable_source
-from brigade.roster import Roster, load_roster
+from brigade.roster import ExecutorKind, ExecutorSpec, Roster, load_roster
 from brigade.runner import RunContext
+
+if TYPE_CHECKING:
+    from brigade.cluster import DaskExecutor
 
 DEFAULT_ROSTER = "roster.yaml"
 
@@ -36,6 +41,8 @@ class Options:
     retry_transient: bool = False
     wait: bool = False
     always: bool = False
+    executor: ExecutorKind | None = None  # None: the roster's `executor`, else local
+    scheduler: str | None = None  # the dask scheduler's address (overrides the roster's)
 
 
 @dataclass
@@ -50,7 +57,7 @@ class Session:
     out: Path
     workspace: Path
     ctx: RunContext
-    recorded: dict[str, store.Recorded] = field(default_factory=dict)
+    recorded: dict[str, store.Seen] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
     reuse: dict[str, str] = field(default_factory=dict)
     plan_key: str = ""
@@ -61,6 +68,8 @@ class Session:
     output_index_changed: bool = False
     receipt_index: dict[str, Any] = field(default_factory=dict)  # cell_id -> [stat, slim, attempt]
     receipt_index_changed: bool = False
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)
+    cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
 
 
 def roster_path(manifest_path: Path, manifest: Manifest, explicit: Path | None) -> Path:
@@ -174,9 +183,36 @@ def plan_only(options: Options) -> tuple[Plan, Path]:
     return plan_against_disk(manifest, roster, label, out, context, compare=False).plan, out
 
 
+def resolve_executor(options: Options, roster: Roster) -> ExecutorSpec:
+    """--executor/--scheduler (doit: executor=, scheduler=) over the roster's `executor`; local."""
+    base = roster.executor or ExecutorSpec()
+    kind = options.executor or base.kind
+    if kind == "local":
+        if options.scheduler:
+            raise InputError(
+                f"--scheduler {options.scheduler}: only the dask executor uses a scheduler; "
+                "add --executor dask (doit: executor=dask)"
+            )
+        return ExecutorSpec()
+    scheduler = options.scheduler or base.scheduler
+    if not scheduler:
+        raise InputError(
+            "the dask executor needs a scheduler address: --scheduler tcp://HOST:8786 "
+            "(doit: scheduler=tcp://HOST:8786) or the roster's executor.scheduler"
+        )
+    if not _SCHEDULER_ADDRESS.match(scheduler):
+        raise InputError(f"scheduler {scheduler!r}: not a scheduler address; use tcp://HOST:PORT")
+    return ExecutorSpec(kind="dask", scheduler=scheduler)
+
+
+# as in schemas/roster.v1.json (executor.scheduler)
+_SCHEDULER_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
+
+
 def open_session(options: Options) -> Session:
     """Load, plan, and scan the output directory once; decide every cell's action."""
     manifest, roster, label = load_inputs(options.manifest, options.roster)
+    executor = resolve_executor(options, roster)
     workspace = _workspace(options)
     if manifest.execution_mode == "writable-worktree":
         worktree.find_repo(workspace)
@@ -205,11 +241,23 @@ def open_session(options: Options) -> Session:
         plan_is_current=on_disk.current and on_disk.indexed,
         resumed=on_disk.resumed,
         warnings=grader_warnings(manifest),
+        executor=executor,
     )
     if manifest.execution_mode == "read-only":
         seats = [roster.seats[name] for name in manifest.seats]
         session.warnings.extend(read_only_warnings(seats, workspace))
     scan(session)
+    if executor.kind == "dask" and executor.scheduler:
+        from brigade.cluster import DaskExecutor
+
+        to_run = {
+            cell.seat.name: cell.seat
+            for cell in plan.cells
+            if options.always or session.actions[cell.cell_id] == "run"
+        }
+        session.cluster = DaskExecutor(
+            executor.scheduler, ctx, to_run, manifest.execution_mode == "writable-worktree"
+        )
     return session
 
 
@@ -225,7 +273,7 @@ def scan(session: Session) -> None:
             recorded, rebuilt = store.read_receipt_indexed(out, cell.cell_id, index)
             session.receipt_index_changed |= rebuilt
         else:
-            recorded = store.NOTHING
+            recorded = store.UNSEEN
         session.recorded[cell.cell_id] = recorded
         action = decide(recorded.receipt, retry_transient=retry, reusable=False)
         if action == "skip" and not output_intact(session, recorded.receipt):
@@ -251,7 +299,7 @@ def scan(session: Session) -> None:
 GRADED = frozenset({"accepted", "rejected", "unscored"})
 
 
-def output_intact(session: Session, receipt: dict[str, Any] | None) -> bool:
+def output_intact(session: Session, receipt: Mapping[str, Any] | None) -> bool:
     """Whether a graded cell's run/final.txt still has the recorded output_digest.
 
     A file's digest is computed once; afterwards an unchanged stat (size,
@@ -288,7 +336,9 @@ def save_indexes(session: Session) -> None:
     if session.receipt_index_changed:
         store.atomic_write_bytes(
             session.out / store.RECEIPT_INDEX,
-            json.dumps(session.receipt_index, separators=(",", ":")).encode(),
+            json.dumps(
+                session.receipt_index, separators=(",", ":"), default=store.SlimReceipt.to_json
+            ).encode(),
             durable=False,
         )
         session.receipt_index_changed = False

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,7 +228,6 @@ def existing_cells(out: Path) -> set[str]:
 
 # what a receipt says about its cell's outcome, without its identity and details
 SLIM_KEYS = (
-    "schema",
     "cell_id",
     "state",
     "attempt",
@@ -239,19 +240,95 @@ SLIM_KEYS = (
     "output_digest",
     "failure_reason",
 )
+_SLIM_POSITION = {key: position for position, key in enumerate(SLIM_KEYS)}
+_OPTIONAL = frozenset({"failure_reason"})  # absent, not null, when it does not apply
 
 
-def slim_receipt(receipt: dict[str, Any]) -> dict[str, Any]:
+class SlimReceipt(Mapping[str, Any]):
+    """A receipt's outcome fields as a read-only mapping, compact in memory.
+
+    A no-op resume of 100,000 cells holds one per cell: a tuple instead of a
+    dict of a dozen keys keeps that to a fraction of the memory.
+    """
+
+    __slots__ = ("_values", "_graders")
+
+    def __init__(self, values: tuple[Any, ...], graders: tuple[tuple[Any, Any], ...]) -> None:
+        self._values = values
+        self._graders = graders
+
+    @classmethod
+    def of(cls, receipt: Mapping[str, Any]) -> SlimReceipt:
+        """The slim view of a full receipt."""
+        state = receipt.get("state")
+        values = tuple(
+            sys.intern(state) if key == "state" and isinstance(state, str) else receipt.get(key)
+            for key in SLIM_KEYS
+        )
+        graders = tuple((g.get("status"), g.get("score")) for g in receipt.get("graders", []))
+        return cls(values, graders)
+
+    @classmethod
+    def from_json(cls, data: Any) -> SlimReceipt | None:
+        """From the receipt index's [values, graders] form; None when malformed."""
+        if not (isinstance(data, list) and len(data) == 2 and len(data[0]) == len(SLIM_KEYS)):
+            return None
+        state = data[0][1]
+        values = list(data[0])
+        if isinstance(state, str):
+            values[1] = sys.intern(state)
+        return cls(tuple(values), tuple((g[0], g[1]) for g in data[1]))
+
+    def to_json(self) -> list[Any]:
+        """The receipt index's form."""
+        return [list(self._values), [list(g) for g in self._graders]]
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "graders":
+            return [{"status": status, "score": score} for status, score in self._graders]
+        if key == "slim":
+            return True
+        position = _SLIM_POSITION.get(key)
+        if position is None:
+            raise KeyError(key)
+        value = self._values[position]
+        if value is None and key in _OPTIONAL:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        for key, value in zip(SLIM_KEYS, self._values, strict=True):
+            if value is not None or key not in _OPTIONAL:
+                yield key
+        yield "graders"
+        yield "slim"
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def slim_receipt(receipt: Mapping[str, Any]) -> SlimReceipt:
     """The outcome of a receipt: enough to decide, summarise and stamp it (not to export it)."""
-    slim = {key: receipt[key] for key in SLIM_KEYS if key in receipt}
-    slim["graders"] = [
-        {"status": g.get("status"), "score": g.get("score")} for g in receipt.get("graders", [])
-    ]
-    slim["slim"] = True
-    return slim
+    return SlimReceipt.of(receipt)
 
 
-def read_receipt_indexed(out: Path, cell_id: str, index: dict[str, Any]) -> tuple[Recorded, bool]:
+@dataclass(frozen=True)
+class Seen:
+    """A cell's receipt as seen at load time: in full, or its slim view from the index."""
+
+    receipt: Mapping[str, Any] | None
+    attempt: int | None
+
+    @property
+    def state(self) -> str | None:
+        """The recorded state, None when there is no trustworthy receipt."""
+        return self.receipt["state"] if self.receipt is not None else None
+
+
+UNSEEN = Seen(None, None)
+
+
+def read_receipt_indexed(out: Path, cell_id: str, index: dict[str, Any]) -> tuple[Seen, bool]:
     """A cell's receipt as a slim view, from `index` when cell.json's stat still matches.
 
     Returns the record and whether the index entry was (re)built. The index is
@@ -262,15 +339,20 @@ def read_receipt_indexed(out: Path, cell_id: str, index: dict[str, Any]) -> tupl
     stat = stat_key(path)
     entry = index.get(cell_id)
     if stat is not None and isinstance(entry, list) and len(entry) == 3 and entry[0] == stat:
-        slim, attempt = entry[1], entry[2]
-        return Recorded(slim, attempt), False
+        raw, attempt = entry[1], entry[2]
+        if raw is None:  # an untrusted receipt, as recorded
+            return Seen(None, attempt), False
+        slim = raw if isinstance(raw, SlimReceipt) else SlimReceipt.from_json(raw)
+        if slim is not None:
+            entry[1] = slim
+            return Seen(slim, attempt), False
     recorded = recorded_from(read_json(Path(path)), cell_id)
     slim = slim_receipt(recorded.receipt) if recorded.receipt is not None else None
     if stat is None:
         index.pop(cell_id, None)
     else:
         index[cell_id] = [stat, slim, recorded.attempt]
-    return Recorded(slim, recorded.attempt), True
+    return Seen(slim, recorded.attempt), True
 
 
 NOTHING = Recorded(None, None)

@@ -21,7 +21,7 @@ PARTIAL_LABEL = (
     "partial: scores of the graders that ran in grader_error cells; not part of the headline scores"
 )
 
-Receipts = Mapping[str, dict[str, Any] | None]
+Receipts = Mapping[str, Mapping[str, Any] | None]
 
 
 def empty_counts() -> dict[str, int]:
@@ -29,7 +29,7 @@ def empty_counts() -> dict[str, int]:
     return {key: 0 for key in COUNT_KEYS}
 
 
-def _state(receipt: dict[str, Any] | None) -> str:
+def _state(receipt: Mapping[str, Any] | None) -> str:
     return receipt["state"] if receipt is not None else "missing"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from brigade.plan import PLAN_SCHEMA, Plan
 from brigade.report import write_report
 from brigade.reporter import REFUSED, RunInfo, make_reporter
 from brigade.results import current_receipts, write_summary
+from brigade.roster import ExecutorKind
 from brigade.runner import bring_up_to_date, regrade_if_needed
 from brigade.session import Options, Session, open_session, save_indexes
 
@@ -75,7 +76,7 @@ def write_plan(out: Path, plan: Plan, key: str) -> None:
 
 
 def finalize(
-    out: Path, plan: Plan, workspace: Path, known: dict[str, dict[str, Any] | None]
+    out: Path, plan: Plan, workspace: Path, known: Mapping[str, Mapping[str, Any] | None]
 ) -> TaskFailed | None:
     """Write summary.json, the export and the reports; fail if either leaks anything.
 
@@ -129,6 +130,7 @@ def run_info(session: Session) -> RunInfo:
         loaded_states={cid: rec.state for cid, rec in session.recorded.items()},
         wait=session.options.wait,
         notes=notes,
+        start=session.cluster.start if session.cluster is not None else None,
     )
 
 
@@ -137,6 +139,9 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     info = info or run_info(session)
     plan, ctx, out = session.plan, session.ctx, session.out
     always = session.options.always
+    cluster = session.cluster
+    submit = cluster.submit if cluster is not None else None
+    collect = cluster.collect if cluster is not None else None
     unchanged = {
         cell_id: recorded.receipt
         for cell_id, recorded in session.recorded.items()
@@ -175,7 +180,14 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
                 "actions": [
                     (
                         guarded,
-                        [bring_up_to_date, ctx, cell, session.reuse.get(cell.cell_id), always],
+                        [
+                            bring_up_to_date,
+                            ctx,
+                            cell,
+                            session.reuse.get(cell.cell_id),
+                            always,
+                            submit,
+                        ],
                     )
                 ],
                 "task_dep": ["plan"],
@@ -195,6 +207,16 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
                 "uptodate": [session.actions[cell.cell_id] != "regrade" and not always],
             }
 
+    def task_collect() -> dict[str, Any]:
+        """Wait for the seat runs on the Dask cluster and record each as it finishes."""
+        return {
+            "actions": [(guarded, [collect, _progress(info)])],
+            # cell tasks only submit (and write `running`); one task waits for them all,
+            # so a thousand cells in flight need no thousand local threads
+            "task_dep": own_tasks,
+            "uptodate": [False],
+        }
+
     def task_summary() -> dict[str, Any]:
         """Write summary.json and the export, and check the export leaks nothing."""
         return {
@@ -204,7 +226,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
             ],
             # after every cell task and every regrade (doit -n runs tasks as soon as
             # their own dependencies are done)
-            "task_dep": ["plan", "grade", *own_tasks],
+            "task_dep": ["plan", "grade", *own_tasks, *(["collect"] if cluster else [])],
             "uptodate": [False],
         }
 
@@ -215,17 +237,41 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
         # seats are subprocesses: threads are enough and need no pickling or fork
         "par_type": "thread",
     }
-    return {
+    generators = {
         "DOIT_CONFIG": config,
         "task_plan": task_plan,
         "task_cells": task_cells,
         "task_grade": task_grade,
         "task_summary": task_summary,
     }
+    if cluster is not None:
+        generators["task_collect"] = task_collect
+    return generators
+
+
+def _progress(info: RunInfo) -> Callable[[str | None], None]:
+    """Counts a cell recorded by the collect task on the reporter's progress line."""
+
+    def count(state: str | None) -> None:
+        if info.count is not None:
+            info.count(state)
+
+    return count
 
 
 # doit command-line variables (`doit manifest=PATH ...`) and what they mean
-DOIT_VARIABLES = ("manifest", "roster", "out", "workspace", "retry_transient", "wait", "always")
+DOIT_VARIABLES = (
+    "manifest",
+    "roster",
+    "out",
+    "workspace",
+    "retry_transient",
+    "wait",
+    "always",
+    "executor",
+    "scheduler",
+)
+EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
 DEFAULT_MANIFEST = "manifests/demo.yaml"
 
 
@@ -258,7 +304,18 @@ def options_from_variables(variables: dict[str, str]) -> Options:
         retry_transient=_flag("retry_transient", variables.get("retry_transient", "0")),
         wait=_flag("wait", variables.get("wait", "0")),
         always=_flag("always", variables.get("always", "0")),
+        executor=_executor(variables.get("executor")),
+        scheduler=variables.get("scheduler") or None,
     )
+
+
+def _executor(value: str | None) -> ExecutorKind | None:
+    if not value:
+        return None
+    for kind in EXECUTORS:
+        if value.strip().lower() == kind:
+            return kind
+    raise BrigadeError(f"doit variable executor={value!r}: use local or dask")
 
 
 def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
