@@ -1,6 +1,6 @@
 """An offline stand-in for an agent CLI: reads the prompt on stdin, answers on stdout.
 
-DEMO_STYLE=sloppy makes it chatty and careless, the way a weaker seat would be.
+DEMO_STYLE=make-mistakes makes it chatty and careless, the way a weaker seat would be.
 """
 
 import json
@@ -9,7 +9,7 @@ import re
 import sys
 
 prompt = sys.stdin.read()
-sloppy = os.environ.get("DEMO_STYLE") == "sloppy"
+sloppy = os.environ.get("DEMO_STYLE") == "make-mistakes"
 
 
 def answer() -> str:
