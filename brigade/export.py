@@ -130,6 +130,7 @@ def export(
     dest: Path | None = None,
     workspace: Path | None = None,
     receipts: Mapping[str, Mapping[str, Any] | None] | None = None,
+    summary_unchanged: bool = False,
 ) -> ExportResult:
     """Write the projection of the current plan's results to `dest` and check it for leaks.
 
@@ -144,8 +145,14 @@ def export(
     receipts = receipts if receipts is not None else current_receipts(out, plan)
     written: dict[str, str] = {}  # relative name -> stamp
     plan_stat = _file_stat(out / store.PLAN_FILE)
-    summary = store.read_json(out / store.SUMMARY_FILE)
-    summary = summary if isinstance(summary, dict) else None
+    recorded = state.files.get(store.SUMMARY_FILE)
+    if summary_unchanged and recorded and recorded[:2] == _file_stat(dest / store.SUMMARY_FILE):
+        summary_stamp = str(recorded[2])  # exported from this very summary, untouched since
+        summary = None
+    else:
+        summary = store.read_json(out / store.SUMMARY_FILE)
+        summary = summary if isinstance(summary, dict) else None
+        summary_stamp = _summary_stamp(summary)
     sources: list[tuple[str, str | None, Callable[[], Any], Callable[..., Any], str]] = [
         (
             store.PLAN_FILE,
@@ -157,7 +164,7 @@ def export(
         # the summary was validated when written and its projection only rewrites
         # strings; validating its long value lists twice per run is not worth it.
         # Its stamp ignores generated_at: unchanged results are not exported again.
-        (store.SUMMARY_FILE, None, lambda: summary, project_summary, _summary_stamp(summary)),
+        (store.SUMMARY_FILE, None, lambda: summary, project_summary, summary_stamp),
     ]
     for name, tag, load, project, stamp in sources:
         target = dest / name

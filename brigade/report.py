@@ -300,6 +300,17 @@ class _Checked:
             store.atomic_write_bytes(self.path, data, durable=False)
 
 
+def untouched(out: Path, plan: Plan, workspace: Path | None = None) -> bool:
+    """The report files are exactly as the last run wrote and checked them (any inputs)."""
+    out = out.absolute()
+    checked = _Checked(out, _secrets_key(secrets_for(out, plan, workspace)))
+    folder = out / REPORT_DIR
+    return all(
+        checked._entry(path).get("stat") == _file_stat(path) is not None
+        for path in (folder / JUNIT_FILE, folder / HTML_FILE)
+    )
+
+
 def _file_stat(path: Path) -> list[int] | None:
     try:
         info = path.stat()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from brigade import store
 from brigade.errors import InputError
+from brigade.identity import text_digest
 from brigade.plan import Plan
 from brigade.proc import utc_now
 from brigade.summary import SUMMARY_SCHEMA, build_summary
@@ -62,3 +64,33 @@ def read_plan_document(out: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("schema") != "brigade.eval_plan.v1":
         raise InputError(f"{out}: no readable plan.json here; is this a brigade output directory?")
     return doc
+
+
+SUMMARY_KEY = ".summary-key.json"  # a cache: which plan and receipts summary.json was made from
+
+
+def summary_key(plan_key: str) -> str:
+    """Changes with the plan and with the code that computes a summary."""
+    from brigade import __version__, summary, trials
+
+    parts = [plan_key, __version__]
+    parts += [Path(module.__file__ or "").read_text("utf-8") for module in (summary, trials)]
+    return text_digest("\0".join(parts))
+
+
+def summary_current(out: Path, key: str) -> bool:
+    """summary.json was written for this key and is untouched since."""
+    recorded = store.read_json(out / SUMMARY_KEY)
+    stat = store.stat_key(out / store.SUMMARY_FILE)
+    return (
+        isinstance(recorded, dict)
+        and recorded.get("key") == key
+        and stat is not None
+        and (recorded.get("stat") == stat)
+    )
+
+
+def remember_summary(out: Path, key: str) -> None:
+    """Record which key summary.json was just written for."""
+    record = {"key": key, "stat": store.stat_key(out / store.SUMMARY_FILE)}
+    store.atomic_write_bytes(out / SUMMARY_KEY, json.dumps(record).encode(), durable=False)

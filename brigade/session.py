@@ -101,9 +101,13 @@ def load_inputs(manifest_path: Path, explicit_roster: Path | None) -> tuple[Mani
 def grader_warnings(manifest: Manifest) -> list[str]:
     """One line per grader spec that will record grader_error when it runs."""
     lines = []
+    checked: dict[str, str | None] = {}  # cases often share their graders: check each once
     for index, case in enumerate(manifest.cases):
         for position, spec in enumerate(case.graders):
-            problem = graders.spec_problem(spec)
+            key = json.dumps(spec, sort_keys=True)
+            if key not in checked:
+                checked[key] = graders.spec_problem(spec)
+            problem = checked[key]
             if problem:
                 lines.append(
                     f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]: {problem} "

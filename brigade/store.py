@@ -306,6 +306,19 @@ class SlimReceipt(Mapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def __bool__(self) -> bool:
+        return True  # never empty; `receipt or {}` must not count its keys
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Like dict.get, without the exception round trip of Mapping.get."""
+        position = _SLIM_POSITION.get(key)
+        if position is not None:
+            value = self._values[position]
+            return default if value is None and key in _OPTIONAL else value
+        if key in ("graders", "slim"):
+            return self[key]
+        return default
+
 
 def slim_receipt(receipt: Mapping[str, Any]) -> SlimReceipt:
     """The outcome of a receipt: enough to decide, summarise and stamp it (not to export it)."""

@@ -20,9 +20,16 @@ from brigade import store
 from brigade.errors import BrigadeError
 from brigade.export import export
 from brigade.plan import PLAN_SCHEMA, Plan
+from brigade.report import untouched as report_untouched
 from brigade.report import write_report
 from brigade.reporter import REFUSED, RunInfo, make_reporter
-from brigade.results import current_receipts, write_summary
+from brigade.results import (
+    current_receipts,
+    remember_summary,
+    summary_current,
+    summary_key,
+    write_summary,
+)
 from brigade.roster import ExecutorKind
 from brigade.runner import bring_up_to_date, regrade_if_needed
 from brigade.session import Options, Session, open_session, save_indexes
@@ -76,18 +83,36 @@ def write_plan(out: Path, plan: Plan, key: str) -> None:
 
 
 def finalize(
-    out: Path, plan: Plan, workspace: Path, known: Mapping[str, Mapping[str, Any] | None]
+    out: Path,
+    plan: Plan,
+    workspace: Path,
+    known: Mapping[str, Mapping[str, Any] | None],
+    plan_key: str = "",
+    untouched: bool = False,
 ) -> TaskFailed | None:
     """Write summary.json, the export and the reports; fail if either leaks anything.
 
     `known` holds the receipts of cells that were up to date when the run started
     (the run holds the lock, so they are unchanged); the others are read again.
+    `untouched`: no cell ran and no receipt changed since the last run, so a
+    summary.json written for this plan still holds; only the leak checks run.
     """
     receipts = current_receipts(out, plan, known)
-    summary = write_summary(out, plan, receipts)
-    result = export(out, plan, workspace=workspace, receipts=receipts)
+    key = summary_key(plan_key)
+    same = untouched and summary_current(out, key)
+    summary: dict[str, Any] | None = None
+    if not same:
+        summary = write_summary(out, plan, receipts)
+        remember_summary(out, key)
+    result = export(out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same)
     # report/junit.xml and report/index.html leave the output directory too: same check
-    leaks = result.leaks + write_report(out, plan, receipts, summary, workspace=workspace).leaks
+    leaks = result.leaks
+    if not (same and report_untouched(out, plan, workspace)):
+        if summary is None:
+            summary = store.read_json(out / store.SUMMARY_FILE) or write_summary(
+                out, plan, receipts
+            )
+        leaks += write_report(out, plan, receipts, summary, workspace=workspace).leaks
     if leaks:
         listed = "; ".join(str(leak) for leak in leaks[:5])
         more = f" (and {len(leaks) - 5} more)" if len(leaks) > 5 else ""
@@ -151,6 +176,13 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     collected = set(unchanged) if len(plan.cells) > SINGLE_TASKS_UP_TO else set()
     info.collected = {cell_id: info.loaded_states.get(cell_id) for cell_id in collected}
     own_tasks = [cell_task_name(c.coordinate) for c in plan.cells if c.cell_id not in collected]
+    # nothing to run and no receipt changed since the last run: its summary still holds
+    untouched = (
+        session.plan_is_current
+        and not session.receipt_index_changed
+        and not always
+        and len(unchanged) == len(plan.cells)
+    )
 
     def task_plan() -> dict[str, Any]:
         """Write plan.json for the current manifest."""
@@ -221,7 +253,18 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
         """Write summary.json and the export, and check the export leaks nothing."""
         return {
             "actions": [
-                (guarded, [finalize, out, plan, session.workspace, unchanged]),
+                (
+                    guarded,
+                    [
+                        finalize,
+                        out,
+                        plan,
+                        session.workspace,
+                        unchanged,
+                        session.plan_key,
+                        untouched,
+                    ],
+                ),
                 (guarded, [save_indexes, session]),
             ],
             # after every cell task and every regrade (doit -n runs tasks as soon as

@@ -92,3 +92,23 @@ def test_regrade_leaves_unchanged_receipts_alone(project: Project) -> None:
     assert done.returncode == 0
     assert "0 changed state" in done.stdout
     assert receipt_file.read_bytes() == before
+
+
+def test_an_untouched_resume_keeps_summary_and_still_checks_reports(project: Project) -> None:
+    project.write_manifest([{"id": "c", "prompt": "answer: secret words here"}])
+    project.doit()
+    project.doit()  # the receipt index now matches every receipt
+    summary = project.out / "summary.json"
+    before = summary.stat().st_mtime_ns
+    assert project.doit().returncode == 0
+    assert summary.stat().st_mtime_ns == before  # nothing changed: the summary still holds
+    # a touched report is rendered and checked again (the planted text goes)
+    page = project.out / "report" / "index.html"
+    page.write_text(page.read_text() + "answer: secret words here")
+    assert project.doit().returncode == 0
+    assert "secret words" not in page.read_text()
+    # a file planted in the export is caught even on an untouched resume
+    (project.out / "export" / "notes.txt").write_text("answer: secret words here")
+    done = project.doit()
+    assert done.returncode != 0
+    assert "export/notes.txt" in done.stderr
