@@ -107,11 +107,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         executor=args.executor,
         scheduler=args.scheduler,
     )
-    manifest, _, _ = load_inputs(options.manifest, options.roster)
+    inputs = load_inputs(options.manifest, options.roster)
     workspace = (options.workspace or Path.cwd()).absolute()
     # hold the lock before scanning, so the scan sees a quiet output directory
-    lock.acquire((options.out or default_out(workspace, manifest.name)).absolute(), wait=args.wait)
-    session = open_session(options)
+    out = (options.out or default_out(workspace, inputs[0].name)).absolute()
+    lock.acquire(out, wait=args.wait)
+    session = open_session(options, inputs)
     info = run_info(session)
     doit_args = ["run"] + (["-n", str(args.jobs)] if args.jobs > 1 else [])
     try:
