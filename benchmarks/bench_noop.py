@@ -16,12 +16,11 @@ from pathlib import Path
 
 from common import (
     best_of,
-    brigade_argv,
     cpu_count,
     doit_argv,
     emit,
-    fabricate_results,
-    write_inputs,
+    finished_output,
+    run_argv,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -34,23 +33,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build (or reuse) the output directory here")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="brigade-bench-noop-"))
-    manifest, roster = write_inputs(root, args.cells, 1)
-    workspace, out = root / "ws", root / "out"
-    workspace.mkdir(exist_ok=True)
-    if not (out / "plan.json").exists():
-        print(f"building {args.cells} finished cells in {out} ...", file=sys.stderr)
-        fabricate_results(manifest, roster, out, workspace)
+    manifest, roster, workspace, out = finished_output(root, args.cells)
     doit = doit_argv(manifest, roster, out, workspace)
-    run = brigade_argv(
-        "run",
-        str(manifest),
-        "--roster",
-        str(roster),
-        "--out",
-        str(out),
-        "--workspace",
-        str(workspace),
-    )
+    run = run_argv(manifest, roster, out, workspace)
     # the first run after building writes summary, export and caches; not measured
     best_of(1, doit)
     floor, _, floor_rss = best_of(args.runs, [sys.executable, str(HERE / "floor.py"), str(out)])

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import brigade_argv, cpu_count, emit, timed, write_inputs
+from common import cpu_count, emit, run_argv, timed, write_inputs
 
 
 def main() -> None:
@@ -39,18 +39,7 @@ def main() -> None:
         os.fsync(fd)
         os.close(fd)
     fsync_ms = (time.perf_counter() - start) / 200 * 1000
-    wall, code, _ = timed(
-        brigade_argv(
-            "run",
-            str(manifest),
-            "--roster",
-            str(roster),
-            "--out",
-            str(out),
-            "--workspace",
-            str(workspace),
-        )
-    )
+    wall, code, _ = timed(run_argv(manifest, roster, out, workspace))
     assert code == 1, code  # `true` prints nothing, so the "hello" grader rejects every cell
     print(f"{args.cells} cells with a seat that exits at once, serial, on {cpu_count()} cores")
     emit("bare loop spawning the seat", bare, "s", f"{bare / args.cells * 1000:.2f} ms per spawn")

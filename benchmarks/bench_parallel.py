@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from common import brigade_argv, cpu_count, emit, timed, write_inputs
+from common import cpu_count, emit, run_argv, timed, write_inputs
 
 
 def main() -> None:
@@ -28,20 +28,7 @@ def main() -> None:
     print(f"{args.cells} cells sleeping {args.seconds} s each on {cpu_count()} cores")
     for jobs in args.jobs:
         out = root / f"out-{jobs}"
-        wall, code, _ = timed(
-            brigade_argv(
-                "run",
-                str(manifest),
-                "--roster",
-                str(roster),
-                "--out",
-                str(out),
-                "--workspace",
-                str(workspace),
-                "-n",
-                str(jobs),
-            )
-        )
+        wall, code, _ = timed(run_argv(manifest, roster, out, workspace, "-n", str(jobs)))
         assert code == 1, code  # sleep prints nothing: the "hello" grader rejects every cell
         ideal = math.ceil(args.cells / jobs) * args.seconds
         emit(f"-n {jobs}", wall, "s", f"ideal {ideal:.1f} s, efficiency {ideal / wall:.0%}")

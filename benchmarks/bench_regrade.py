@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
-from common import best_of, brigade_argv, cpu_count, emit, fabricate_results, write_inputs
+from common import best_of, brigade_argv, cpu_count, emit, finished_output
 
 
 def main() -> None:
@@ -20,12 +19,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build (or reuse) the output directory here")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="brigade-bench-regrade-"))
-    manifest, roster = write_inputs(root, args.cells, 1)
-    workspace, out = root / "ws", root / "out"
-    workspace.mkdir(exist_ok=True)
-    if not (out / "plan.json").exists():
-        print(f"building {args.cells} finished cells in {out} ...", file=sys.stderr)
-        fabricate_results(manifest, roster, out, workspace)
+    manifest, roster, workspace, out = finished_output(root, args.cells)
     wall, code, rss = best_of(1, brigade_argv("regrade", str(out)))
     assert code == 0, code
     print(f"regrade of {args.cells} stored cells on {cpu_count()} cores")

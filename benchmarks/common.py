@@ -182,3 +182,22 @@ def emit(name: str, value: float, unit: str, note: str = "") -> None:
 
 def cpu_count() -> int:
     return os.cpu_count() or 1
+
+
+def run_argv(manifest: Path, roster: Path, out: Path, workspace: Path, *extra: str) -> list[str]:
+    """`brigade run` over a benchmark's inputs."""
+    return brigade_argv(
+        "run", str(manifest), "--roster", str(roster), "--out", str(out),
+        "--workspace", str(workspace), *extra,
+    )  # fmt: skip
+
+
+def finished_output(root: Path, cells: int) -> tuple[Path, Path, Path, Path]:
+    """(manifest, roster, workspace, out) with every cell finished, built once per root."""
+    manifest, roster = write_inputs(root, cells, 1)
+    workspace, out = root / "ws", root / "out"
+    workspace.mkdir(exist_ok=True)
+    if not (out / "plan.json").exists():
+        print(f"building {cells} finished cells in {out} ...", file=sys.stderr)
+        fabricate_results(manifest, roster, out, workspace)
+    return manifest, roster, workspace, out
