@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -71,8 +72,13 @@ def run(
     stderr_path: Path,
     grace: float = TERM_GRACE_SECONDS,
     should_stop: Callable[[], bool] | None = None,
+    driver: Sequence[str] = (),
 ) -> ProcResult:
     """Run argv in a new session; stdout/stderr go straight to files (kept on timeout).
+
+    With a `driver` (a command prefix such as a protocol client), the process
+    started is the driver, given argv with its program resolved on PATH; a
+    program that does not resolve is a launch failure, as it would be without.
 
     On timeout the whole process group gets SIGTERM, then SIGKILL after `grace`.
     Leftover members of the group (background children) are killed when the
@@ -89,8 +95,14 @@ def run(
         _stdin_source(stdin_text) as stdin,
     ):
         try:
+            if driver:
+                if executable is None:
+                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+                command = [*driver, executable, *argv[1:]]
+            else:
+                command = list(argv)
             proc = subprocess.Popen(
-                list(argv),
+                command,
                 cwd=cwd,
                 env=dict(env),
                 stdin=stdin,

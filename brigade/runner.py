@@ -220,6 +220,7 @@ def execute_seat(
             stdout_path=rdir / STDOUT,
             stderr_path=rdir / STDERR,
             should_stop=should_stop,
+            driver=invocation.driver,
         )
         stdout = _read_text(rdir / STDOUT)
         stderr = _read_text(rdir / STDERR)

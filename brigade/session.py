@@ -213,9 +213,7 @@ def resolve_executor(options: Options, roster: Roster) -> ExecutorSpec:
 _SCHEDULER_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 
 
-def open_session(
-    options: Options, inputs: tuple[Manifest, Roster, str] | None = None
-) -> Session:
+def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None = None) -> Session:
     """Load (unless `inputs` are given), plan, scan the output directory; decide every cell."""
     manifest, roster, label = inputs or load_inputs(options.manifest, options.roster)
     executor = resolve_executor(options, roster)

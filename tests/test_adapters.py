@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from brigade.adapters.agents import (
     OllamaAdapter,
     classify_fault,
 )
+from brigade.adapters.codex_rpc import Session
 from brigade.adapters.exec import ExecAdapter
 from brigade.roster import SeatSpec
 
@@ -207,12 +209,182 @@ def test_codex_writable_argv(tmp_path: Path) -> None:
     assert inv.read_only_enforcement == "none"
 
 
-def test_codex_app_server_falls_back_to_exec_and_says_so(tmp_path: Path) -> None:
+def test_codex_app_server_runs_the_server_under_brigades_client(tmp_path: Path) -> None:
     spec = seat("codex", codex_transport="app-server")
     inv = AGENTS["codex"].invocation(request(tmp_path, spec))
-    assert inv.argv[:2] == ("codex", "exec")
-    assert inv.argv[-1] == "-"
-    assert inv.settings_not_applied == ("codex_transport=app-server",)
+    assert inv.argv == ("codex", "app-server")
+    assert inv.driver == (sys.executable, "-m", "brigade.adapters.codex_rpc")
+    assert inv.settings_not_applied == ()
+    assert inv.read_only_enforcement == "hard"
+    assert inv.stdin_text is not None
+    assert json.loads(inv.stdin_text) == {
+        "prompt": PROMPT,
+        "cwd": str(tmp_path),
+        "writable": False,
+        "model": "m",
+        "effort": "high",
+    }
+    writable = AGENTS["codex"].invocation(request(tmp_path, spec, writable=True))
+    assert writable.read_only_enforcement == "none"
+    assert writable.stdin_text is not None
+    assert json.loads(writable.stdin_text)["writable"] is True
+
+
+def test_codex_rpc_session_handshake_thread_and_turn() -> None:
+    session = Session(prompt='-x "q"\nline', cwd="/w", writable=False, model="m", effort="low")
+    [initialize] = session.start()
+    assert initialize == {
+        "method": "initialize",
+        "id": 1,
+        "params": {
+            "clientInfo": {"name": "brigade", "title": "brigade evaluation runner", "version": "0"}
+        },
+    }
+    assert "jsonrpc" not in initialize
+    initialized, thread_start = session.feed({"id": 1, "result": {"userAgent": "x"}})
+    assert initialized == {"method": "initialized"}
+    assert thread_start == {
+        "method": "thread/start",
+        "id": 2,
+        "params": {"cwd": "/w", "approvalPolicy": "never", "sandbox": "read-only", "model": "m"},
+    }
+    assert session.feed({"method": "thread/started", "params": {"thread": {"id": "t"}}}) == []
+    [turn_start] = session.feed({"id": 2, "result": {"thread": {"id": "t"}}})
+    assert turn_start == {
+        "method": "turn/start",
+        "id": 3,
+        "params": {
+            "threadId": "t",
+            "input": [{"type": "text", "text": '-x "q"\nline'}],
+            "effort": "low",
+        },
+    }
+    assert session.feed({"id": 3, "result": {"turn": {"id": "u", "status": "inProgress"}}}) == []
+    assert not session.finished
+    other = {"threadId": "elsewhere", "turn": {"status": "completed"}}
+    session.feed({"method": "turn/completed", "params": other})
+    assert not session.finished
+    mine = {"threadId": "t", "turn": {"id": "u", "status": "completed"}}
+    session.feed({"method": "turn/completed", "params": mine})
+    assert session.finished and session.succeeded
+
+
+def test_codex_rpc_session_answers_server_requests() -> None:
+    read_only = Session(prompt="p", cwd="/w", writable=False)
+    writable = Session(prompt="p", cwd="/w", writable=True)
+    ask = {"method": "item/fileChange/requestApproval", "id": 7, "params": {}}
+    assert read_only.feed(ask) == [{"id": 7, "result": {"decision": "decline"}}]
+    assert writable.feed(ask) == [{"id": 7, "result": {"decision": "accept"}}]
+    legacy = {"method": "execCommandApproval", "id": "a", "params": {}}
+    assert read_only.feed(legacy) == [{"id": "a", "result": {"decision": "denied"}}]
+    [refusal] = read_only.feed({"method": "tool/requestUserInput", "id": 8, "params": {}})
+    assert refusal["id"] == 8 and refusal["error"]["code"] == -32601
+
+
+def test_codex_rpc_session_stops_on_a_refused_request() -> None:
+    session = Session(prompt="p", cwd="/w", writable=False)
+    session.start()
+    assert session.feed({"id": 1, "error": {"code": -32600, "message": "nope"}}) == []
+    assert session.finished and not session.succeeded
+    assert session.feed({"id": 1, "result": {}}) == []  # nothing after the end
+
+
+def rpc(*messages: object) -> str:
+    return jsonl(*messages)
+
+
+def turn_completed(status: str, error: object = None) -> dict[str, object]:
+    turn = {"id": "u", "status": status, "items": [], "error": error}
+    return {"method": "turn/completed", "params": {"threadId": "t", "turn": turn}}
+
+
+def agent_item(text: str) -> dict[str, object]:
+    return {"method": "item/completed", "params": {"item": {"type": "agentMessage", "text": text}}}
+
+
+OPENING = (
+    {"id": 1, "result": {"userAgent": "codex"}},
+    {"id": 2, "result": {"thread": {"id": "t"}}},
+    {"method": "thread/started", "params": {"thread": {"id": "t"}}},
+    {"id": 3, "result": {"turn": {"id": "u", "status": "inProgress"}}},
+)
+
+
+def test_codex_app_server_transcript_final_message() -> None:
+    retried = {"error": {"message": "Reconnecting... 1/5"}, "willRetry": True}
+    stdout = rpc(
+        *OPENING,
+        {"method": "item/agentMessage/delta", "params": {"itemId": "m", "delta": "All "}},
+        {"method": "error", "params": retried},
+        agent_item("draft"),
+        agent_item("All good."),
+        turn_completed("completed"),
+    )
+    assert AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="") == Reading("All good.")
+
+
+@pytest.mark.parametrize(
+    ("info", "kind", "detail"),
+    [
+        ("usageLimitExceeded", "rate_limited", "usage limit exceeded"),
+        ("rateLimitExceeded", "rate_limited", "rate limit exceeded"),
+        ("serverOverloaded", "provider_error", "server overloaded"),
+        ("internalServerError", "provider_error", "internal server error"),
+        ({"httpConnectionFailed": {"httpStatusCode": 503}}, "provider_error", "HTTP 503"),
+        ({"responseStreamConnectionFailed": {"httpStatusCode": 429}}, "rate_limited", "HTTP 429"),
+        ({"responseStreamDisconnected": {"httpStatusCode": None}}, "transport_error", "stream"),
+        ({"httpConnectionFailed": {}}, "transport_error", "connection failed"),
+        ("HttpConnectionFailed", "transport_error", "connection failed"),
+    ],
+)
+def test_codex_app_server_error_info_is_an_apparatus_fault(
+    info: object, kind: str, detail: str
+) -> None:
+    error = {"message": "it broke", "codexErrorInfo": info}
+    stdout = rpc(*OPENING, turn_completed("failed", error))
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
+    assert reading.fault is not None
+    assert reading.fault.kind == kind
+    assert reading.fault.detail.startswith("it broke (") and detail in reading.fault.detail
+
+
+@pytest.mark.parametrize(
+    "info",
+    ["contextWindowExceeded", "badRequest", {"httpConnectionFailed": {"httpStatusCode": 401}}],
+)
+def test_codex_app_server_agent_failures_are_not_faults(info: object) -> None:
+    error = {"message": "the model gave up", "codexErrorInfo": info}
+    stdout = rpc(*OPENING, turn_completed("failed", error))
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
+    assert reading.fault is None
+
+
+def test_codex_app_server_refused_request_and_overload() -> None:
+    overloaded = {"code": -32001, "message": "Server overloaded; retry later."}
+    stdout = rpc(OPENING[0], OPENING[1], {"id": 3, "error": overloaded})
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
+    assert reading.fault is not None and reading.fault.kind == "provider_error"
+    invalid = {"code": -32602, "message": "bad sandbox"}
+    stdout = rpc(OPENING[0], {"id": 2, "error": invalid})
+    assert AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="").fault is None
+
+
+def test_codex_app_server_ended_before_the_turn_completed() -> None:
+    stdout = rpc(*OPENING, agent_item("half"))
+    stderr = "brigade: connection closed: codex app-server exited with status 1 before ...\n"
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr=stderr)
+    assert reading.fault is not None and reading.fault.kind == "transport_error"
+    # a non-retried error notice before the end names the cause instead
+    notice = {"error": {"message": "quota", "codexErrorInfo": "usageLimitExceeded"}}
+    stdout = rpc(*OPENING, {"method": "error", "params": notice})
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr=stderr)
+    assert reading.fault is not None and reading.fault.kind == "rate_limited"
+
+
+def test_codex_app_server_empty_final_message() -> None:
+    stdout = rpc(*OPENING, agent_item(""), turn_completed("completed"))
+    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="")
+    assert reading.fault is not None and reading.fault.kind == "empty_output"
 
 
 def test_cursor_read_only_argv(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import Project
+from test_protections import git_workspace
+from test_reliability import alive
 
 FAKE_CLAUDE = """#!{python}
 import json, sys
@@ -32,34 +34,18 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
                   "result": "hello from claude", "session_id": "s"}}))
 """
 
-FAKE_CODEX = """#!{python}
-import json, sys
-if sys.argv[1:] == ["--version"]:
-    print("codex-cli 0.0.1")
-    sys.exit(0)
-prompt = sys.stdin.read()
-events = [{{"type": "thread.started"}}, {{"type": "turn.started"}}]
-if "rate" in prompt:
-    events.append({{"type": "turn.failed", "error": {{"message": "429 Too Many Requests"}}}})
-    code = 1
-else:
-    events.append({{"type": "item.completed",
-                    "item": {{"type": "agent_message", "text": "hello from codex"}}}})
-    events.append({{"type": "turn.completed"}})
-    code = 0
-for event in events:
-    print(json.dumps(event))
-sys.exit(code)
-"""
+FAKE_CODEX = Path(__file__).parent / "agents" / "fake_codex.py"
 
 
 @pytest.fixture
 def fake_bin(tmp_path: Path) -> Path:
     folder = tmp_path / "bin"
     folder.mkdir()
-    for name, text in (("claude", FAKE_CLAUDE), ("codex", FAKE_CODEX)):
-        path = folder / name
-        path.write_text(text.format(python=sys.executable))
+    claude = folder / "claude"
+    claude.write_text(FAKE_CLAUDE.format(python=sys.executable))
+    codex = folder / "codex"
+    codex.write_text(f"#!{sys.executable}\n" + FAKE_CODEX.read_text())
+    for path in (claude, codex):
         path.chmod(0o755)
     return folder
 
@@ -156,3 +142,130 @@ def test_read_only_warning_once_per_soft_or_none_seat(project: Project, fake_bin
         "brigade: seat agent: read-only run, but the exec adapter cannot enforce it; "
         "the seat may still change the workspace"
     ]
+
+
+ECHO_PROMPT = "-- echo \"double\" 'single' $HOME\nsecond line\n\tindented"
+
+
+def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
+    project.write_roster(
+        {"codex": {"cli": "codex", "model": "gpt-x", "reasoning": "high"}},
+        codex_transport="app-server",
+    )
+    project.write_manifest(
+        [
+            {
+                "id": "hi",
+                "prompt": "say hi",
+                "graders": [{"type": "exact_output", "expected": "hello from codex app-server"}],
+            },
+            {"id": "settings", "prompt": "settings"},
+            {"id": "echo", "prompt": ECHO_PROMPT},
+            {"id": "approve", "prompt": "approve"},
+            {"id": "question", "prompt": "question"},
+            {"id": "flaky", "prompt": "flaky"},
+            {"id": "usage", "prompt": "usage"},
+            {"id": "5xx", "prompt": "5xx"},
+            {"id": "overloaded", "prompt": "overloaded"},
+            {"id": "drop", "prompt": "drop"},
+            {"id": "silent", "prompt": "silent"},
+            {"id": "context", "prompt": "context"},
+        ],
+        seats=("codex",),
+    )
+    done = project.doit(PATH=path_with(fake_bin))
+    assert done.returncode == 3, done.stderr
+    outcomes = {c: (r["state"], r.get("failure_reason")) for c, r in project.receipts().items()}
+    assert outcomes == {
+        "hi:codex:1": ("accepted", None),
+        "settings:codex:1": ("unscored", None),
+        "echo:codex:1": ("unscored", None),
+        "approve:codex:1": ("unscored", None),
+        "question:codex:1": ("unscored", None),
+        "flaky:codex:1": ("unscored", None),
+        "usage:codex:1": ("adapter_error", "transport_drop"),
+        "5xx:codex:1": ("adapter_error", "provider_5xx"),
+        "overloaded:codex:1": ("adapter_error", "provider_5xx"),
+        "drop:codex:1": ("adapter_error", "transport_drop"),
+        "silent:codex:1": ("adapter_error", "transport_drop"),
+        "context:codex:1": ("execution_error", None),
+    }
+
+    def run_dir(case: str) -> Path:
+        return Path(project.receipt(f"{case}:codex:1")["run_dir"])
+
+    def final(case: str) -> str:
+        return (run_dir(case) / "final.txt").read_text()
+
+    run = json.loads((run_dir("hi") / "run.json").read_text())
+    assert run["argv"] == ["codex", "app-server"]
+    assert run["executable"] == str(fake_bin / "codex")
+    assert run["executable_version"] == "codex-cli 0.0.1"
+    assert run["read_only_enforcement"] == "hard"
+    assert run["settings_not_applied"] == []
+    # stdout.log is the server's own JSON-RPC output, turn/completed included
+    transcript = [
+        json.loads(line) for line in (run_dir("hi") / "stdout.log").read_text().splitlines()
+    ]
+    assert transcript[0] == {"id": 1, "result": {"userAgent": "fake_codex/0.0.1"}}
+    assert transcript[-1]["method"] == "turn/completed"
+    assert json.loads(final("settings")) == {
+        "sandbox": "read-only",
+        "approvalPolicy": "never",
+        "model": "gpt-x",
+        "effort": "high",
+        "cwd": str(project.workspace.resolve()),
+    }
+    assert final("echo") == ECHO_PROMPT
+    assert final("approve") == "decision=decline"
+    assert final("question") == "refused=-32601"
+    usage = json.loads((run_dir("usage") / "run.json").read_text())
+    assert usage["failure_kind"] == "rate_limited"
+    assert "usage limit" in usage["failure_detail"]
+    drop = json.loads((run_dir("drop") / "run.json").read_text())
+    assert drop["failure_kind"] == "transport_error"
+    assert "fake codex: lost the connection" in (run_dir("drop") / "stderr.log").read_text()
+    assert json.loads((run_dir("silent") / "run.json").read_text())["failure_kind"] == (
+        "empty_output"
+    )
+
+
+def test_codex_app_server_writable_and_timeout(project: Project, fake_bin: Path) -> None:
+    git_workspace(project)
+    project.write_roster(
+        {"codex": {"cli": "codex", "timeout_seconds": 3}}, codex_transport="app-server"
+    )
+    project.write_manifest(
+        [
+            {"id": "settings", "prompt": "settings"},
+            {"id": "approve", "prompt": "approve"},
+            {"id": "hang", "prompt": "hang"},
+        ],
+        seats=("codex",),
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.doit(PATH=path_with(fake_bin))
+    assert done.returncode == 3, done.stderr
+    receipts = project.receipts()
+    assert receipts["hang:codex:1"]["state"] == "execution_error"
+    assert receipts["hang:codex:1"]["failure_reason"] == "timeout"
+    settings = json.loads(Path(receipts["settings:codex:1"]["run_dir"], "final.txt").read_text())
+    assert settings["sandbox"] == "workspace-write"
+    assert Path(receipts["approve:codex:1"]["run_dir"], "final.txt").read_text() == (
+        "decision=accept"
+    )
+    # the timeout ended the server as well as brigade's client
+    pid = int((fake_bin / "codex.hang.pid").read_text())
+    assert not alive(pid)
+
+
+def test_codex_app_server_missing_binary(project: Project, tmp_path: Path) -> None:
+    project.write_roster({"codex": {"cli": "codex"}}, codex_transport="app-server")
+    project.write_manifest([{"id": "c", "prompt": "x"}], seats=("codex",))
+    done = project.doit(PATH=str(tmp_path / "empty-bin"))
+    assert done.returncode == 3
+    receipt = project.receipt("c:codex:1")
+    assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
+    run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
+    assert run["status"] == "not_launched"
+    assert run["failure_detail"] == "cannot launch codex: No such file or directory"

@@ -40,6 +40,9 @@ class Invocation:
     env: Mapping[str, str] = field(default_factory=dict)
     settings_not_applied: tuple[str, ...] = ()
     transport: str | None = None
+    # A command prefix that runs argv and talks to it (a protocol client such as
+    # the codex app-server session); argv stays the agent's own command.
+    driver: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

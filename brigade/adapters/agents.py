@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from brigade.adapters import (
     Invocation,
     Reading,
     SeatRequest,
+    codex_rpc,
     last_line,
 )
 from brigade.roster import SeatSpec
@@ -178,14 +180,20 @@ class _Plan:
     enforcement: Enforcement
     env: Mapping[str, str] = field(default_factory=dict)
     not_applied: tuple[str, ...] = ()
+    driver: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class _Parsed:
-    """The final message and any error message the CLI reported in its output."""
+    """The final message and any error the CLI reported in its output.
+
+    `fault_kind` is set when the CLI itself said which apparatus fault it was
+    (a structured error code); otherwise the error's text is classified.
+    """
 
     final_text: str
     error: str | None = None
+    fault_kind: str | None = None
 
 
 def _judge(
@@ -199,7 +207,7 @@ def _judge(
     """Turn a parsed output and exit status into a Reading, flagging only clear faults."""
     text = parsed.final_text
     if parsed.error:
-        kind = classify_fault(parsed.error)
+        kind = parsed.fault_kind or classify_fault(parsed.error)
         if kind:
             return Reading(final_text=text, fault=Fault(kind=kind, detail=_one_line(parsed.error)))
     if exit_code is None:
@@ -249,6 +257,7 @@ class _AgentCli:
             env=dict(plan.env),
             settings_not_applied=plan.not_applied,
             transport=request.seat.transport,
+            driver=plan.driver,
         )
 
     def read(self, *, exit_code: int | None, stdout: str, stderr: str) -> Reading:
@@ -334,18 +343,17 @@ class ClaudeAdapter(_AgentCli):
 
 
 class CodexAdapter(_AgentCli):
-    """OpenAI Codex (`codex exec --json ... -`), prompt on stdin, JSONL events."""
+    """OpenAI Codex: `codex exec --json ... -` (prompt on stdin, JSONL events), or a
+    JSON-RPC session with `codex app-server` when the roster's codex_transport says so.
+    """
 
     name = "codex"
     binary = "codex"
 
     def _plan(self, request: SeatRequest) -> _Plan:
+        if request.seat.codex_transport == "app-server":
+            return self._app_server_plan(request)
         seat = request.seat
-        not_applied: tuple[str, ...] = ()
-        if seat.codex_transport == "app-server":
-            # brigade only runs a process and reads its output; a JSON-RPC session
-            # with `codex app-server` is out of reach, so exec stands in for it.
-            not_applied = ("codex_transport=app-server",)
         reasoning: tuple[str, ...] = ()
         if seat.reasoning:
             # The value of a -c override is TOML; a JSON string is a valid TOML string.
@@ -365,13 +373,31 @@ class CodexAdapter(_AgentCli):
             args=args,
             stdin_text=request.prompt,
             enforcement="none" if request.writable else "hard",
-            not_applied=not_applied,
+        )
+
+    def _app_server_plan(self, request: SeatRequest) -> _Plan:
+        # The session (thread/start with the sandbox, turn/start with the prompt)
+        # is held by brigade's own client, which runs `codex app-server` itself.
+        doc = codex_rpc.session_document(
+            prompt=request.prompt,
+            cwd=str(request.cwd),
+            writable=request.writable,
+            model=request.seat.model,
+            effort=request.seat.reasoning,
+        )
+        return _Plan(
+            args=("app-server",),
+            stdin_text=json.dumps(doc, ensure_ascii=False),
+            enforcement="none" if request.writable else "hard",
+            driver=(sys.executable, "-m", codex_rpc.__name__),
         )
 
     def _parse(self, stdout: str, stderr: str) -> _Parsed:
         events = _dicts(_json_values(stdout))
         if not events:
             return _Parsed(final_text=stdout.strip())
+        if any("method" in event or "result" in event for event in events):
+            return _parse_app_server(events)
         text = ""
         failed: str | None = None
         stream_error: str | None = None
@@ -392,6 +418,97 @@ class CodexAdapter(_AgentCli):
         # they only count when the turn never completed.
         error = failed or (None if completed else stream_error)
         return _Parsed(final_text=text, error=error)
+
+
+def _parse_app_server(messages: list[dict[str, Any]]) -> _Parsed:
+    """The final message and any error from a `codex app-server` session transcript."""
+    text = ""
+    completed = False
+    failure: _Parsed | None = None
+    notice: _Parsed | None = None
+    for message in messages:
+        method = message.get("method")
+        params = _obj(message.get("params"))
+        if method is None:
+            error = message.get("error")
+            if error is not None and failure is None:
+                # The server refused one of brigade's requests (-32001: overloaded).
+                code = _obj(error).get("code")
+                kind = "provider_error" if code == -32001 else None
+                failure = _Parsed("", _message_of(error) or "request failed", kind)
+            continue
+        if "id" in message:
+            continue  # a request from the server; the client has answered it
+        if method == "item/completed":
+            item = _obj(params.get("item"))
+            if item.get("type") == "agentMessage":
+                text = str(item.get("text") or "")
+        elif method == "turn/completed":
+            completed = True
+            turn = _obj(params.get("turn"))
+            status = turn.get("status")
+            if status == "failed" and failure is None:
+                failure = _codex_error(turn.get("error"), "turn failed")
+            elif status == "interrupted" and failure is None:
+                failure = _Parsed("", "turn interrupted")
+        elif method == "error" and params.get("willRetry") is not True:
+            notice = _codex_error(params.get("error"), "error")
+    if failure is None and not completed:
+        failure = notice or _Parsed(
+            "",
+            "connection closed: codex app-server ended before the turn completed",
+            "transport_error",
+        )
+    if failure is None:
+        return _Parsed(final_text=text)
+    return _Parsed(final_text=text, error=failure.error, fault_kind=failure.fault_kind)
+
+
+def _codex_error(error: Any, fallback: str) -> _Parsed:
+    """An app-server TurnError: its message, and the fault its codexErrorInfo names."""
+    body = _obj(error)
+    message = str(body.get("message") or fallback)
+    info = body.get("codexErrorInfo")
+    if info is None:
+        return _Parsed("", message)
+    kind, label = _codex_error_kind(info)
+    return _Parsed("", f"{message} ({label})", kind)
+
+
+# CodexErrorInfo names (lower-cased) that are apparatus faults, with the fault and
+# a readable label; anything else (context window, bad request...) is the agent's.
+_CODEX_FAULTS = {
+    "usagelimitexceeded": ("rate_limited", "usage limit exceeded"),
+    "ratelimitexceeded": ("rate_limited", "rate limit exceeded"),
+    "serveroverloaded": ("provider_error", "server overloaded"),
+    "internalservererror": ("provider_error", "internal server error"),
+    "httpconnectionfailed": ("transport_error", "connection failed"),
+    "responsestreamconnectionfailed": ("transport_error", "stream connection failed"),
+    "responsestreamdisconnected": ("transport_error", "stream disconnected"),
+    "responsetoomanyfailedattempts": ("transport_error", "connection failed, retries exhausted"),
+}
+
+
+def _codex_error_kind(info: Any) -> tuple[str | None, str]:
+    """The apparatus fault a CodexErrorInfo value names (or None), and a readable label."""
+    if isinstance(info, str):
+        name, detail = info, {}
+    elif isinstance(info, dict) and len(info) == 1:
+        name, value = next(iter(info.items()))
+        detail = _obj(value)
+    else:
+        return None, json.dumps(info, sort_keys=True)
+    kind, label = _CODEX_FAULTS.get(name.replace("_", "").lower(), (None, name))
+    status = detail.get("httpStatusCode")
+    if isinstance(status, int):
+        label = f"{label}, HTTP {status}"
+        if status == 429:
+            kind = "rate_limited"
+        elif status >= 500:
+            kind = "provider_error"
+        elif status >= 400:
+            kind = None  # the provider refused the request (auth, bad request)
+    return kind, label
 
 
 class CursorAdapter(_AgentCli):
