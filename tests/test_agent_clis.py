@@ -6,11 +6,18 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from agents.cli_outputs import SAMPLES
+from agents.fake_cli import BINARIES, SCENARIOS, install
 from conftest import Project
 from test_protections import git_workspace
 from test_reliability import alive
+
+from brigade.adapters import SeatRequest, adapter_for
+from brigade.adapters.agents import READ_ONLY_NOTICE
+from brigade.roster import SeatSpec
 
 FAKE_CLAUDE = """#!{python}
 import json, sys
@@ -269,3 +276,126 @@ def test_codex_app_server_missing_binary(project: Project, tmp_path: Path) -> No
     run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
     assert run["status"] == "not_launched"
     assert run["failure_detail"] == "cannot launch codex: No such file or directory"
+
+
+# -- every built-in adapter against a fake of its CLI --------------------------------
+
+ALL_CLIS = sorted(BINARIES)
+TRICKY = "-starts with a dash\nthen \"double\" and 'single' quotes\n\ttab $HOME `tick` --flag"
+
+
+def install_fake(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    install(folder, name)
+    return folder
+
+
+def calls(folder: Path, name: str) -> list[dict[str, Any]]:
+    log = folder / f"{BINARIES[name]}.calls.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def fake_seat(name: str) -> dict[str, str]:
+    if name == "ollama":
+        return {"cli": "ollama:llama3.2", "reasoning": "high"}
+    return {"cli": name, "model": "m-1", "reasoning": "high"}
+
+
+@pytest.mark.parametrize("name", ALL_CLIS)
+def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> None:
+    folder = install_fake(tmp_path, name)
+    project.write_roster({"s": fake_seat(name)})
+    ok = {
+        "id": "ok",
+        "prompt": TRICKY,
+        "graders": [{"type": "exact_output", "expected": "All good."}],
+    }
+    project.write_manifest(
+        [ok, *({"id": s, "prompt": f"SCENARIO:{s}"} for s in SCENARIOS)], seats=("s",)
+    )
+    done = project.doit(PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    outcomes = {c: (r["state"], r.get("failure_reason")) for c, r in project.receipts().items()}
+    assert outcomes == {
+        "ok:s:1": ("accepted", None),
+        "rate:s:1": ("adapter_error", "transport_drop"),
+        "5xx:s:1": ("adapter_error", "provider_5xx"),
+        "empty:s:1": ("adapter_error", "transport_drop"),
+        "plain:s:1": ("execution_error", None),
+    }
+    kinds = {
+        case: json.loads(Path(project.receipt(f"{case}:s:1")["run_dir"], "run.json").read_text())[
+            "failure_kind"
+        ]
+        for case in SCENARIOS
+    }
+    assert kinds == {
+        "rate": "rate_limited",
+        "5xx": "provider_error",
+        "empty": "empty_output",
+        "plain": "nonzero_exit",
+    }
+    receipt = project.receipt("ok:s:1")
+    run_dir = Path(receipt["run_dir"])
+    run = json.loads((run_dir / "run.json").read_text())
+    [call] = [c for c in calls(folder, name) if "SCENARIO" not in (c["prompt"] or "")]
+    assert call["prompt"] == (READ_ONLY_NOTICE + TRICKY if name == "goose" else TRICKY)
+    assert call["argv"] == run["argv"][1:]
+    assert call["cwd"] == str(project.workspace.resolve())
+    assert call["env"]["BRIGADE_CELL_ID"] == receipt["cell_id"]
+    assert call["env"]["BRIGADE_EXECUTION_MODE"] == "read-only"
+    assert run["executable"] == str(folder / BINARIES[name])
+    assert run["executable_version"] == f"{name} 1.2.3 (fake)"
+    assert run["read_only_enforcement"] in ("hard", "soft", "none")
+    assert (run_dir / "final.txt").read_text() == "All good."
+    assert (run_dir / "stdout.log").read_text() == SAMPLES[name]["success"][1]
+    argv = " ".join(call["argv"])
+    if name != "ollama":
+        assert "m-1" in argv
+    assert ("high" in argv) != ("reasoning" in run["settings_not_applied"])
+
+
+@pytest.mark.parametrize("name", ALL_CLIS)
+def test_every_cli_writable(project: Project, tmp_path: Path, name: str) -> None:
+    git_workspace(project)
+    folder = install_fake(tmp_path, name)
+    spec = fake_seat(name)
+    project.write_roster({"s": spec})
+    project.write_manifest(
+        [
+            {
+                "id": "ok",
+                "prompt": TRICKY,
+                "graders": [{"type": "exact_output", "expected": "All good."}],
+            }
+        ],
+        seats=("s",),
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.doit(PATH=path_with(folder))
+    assert done.returncode == 0, done.stderr
+    run = json.loads(Path(project.receipt("ok:s:1")["run_dir"], "run.json").read_text())
+    [call] = calls(folder, name)
+    assert call["prompt"] == TRICKY
+    assert call["argv"] == run["argv"][1:]
+    assert call["env"]["BRIGADE_EXECUTION_MODE"] == "writable-worktree"
+    # the run happened in a detached worktree, not in the user's checkout
+    assert Path(call["cwd"]) != project.workspace.resolve()
+    assert run["workspace_access"] == "detached-worktree"
+    seat_spec = SeatSpec(
+        name="s", cli=spec["cli"], model=spec.get("model"), reasoning=spec["reasoning"]
+    )
+    read_only = adapter_for(spec["cli"]).invocation(
+        SeatRequest(
+            seat=seat_spec,
+            prompt=TRICKY,
+            cwd=project.workspace,
+            run_dir=tmp_path,
+            writable=False,
+            cell_id="x",
+            coordinate="ok:s:1",
+        )
+    )
+    # `ollama run` has no tools, so both modes are the same command
+    assert (list(read_only.argv[1:]) != call["argv"]) == (name != "ollama")

@@ -1,0 +1,99 @@
+"""A fake agent CLI, installed under a real CLI's binary name first on PATH.
+
+`install(folder, name)` writes an executable `folder/<binary>` that runs
+`main(name)`. Each launch appends {argv, stdin, prompt, cwd, env} to
+`<binary>.calls.jsonl` beside it, finds the prompt where that CLI takes it
+(stdin, after `--`, or an option's value) and answers in that CLI's real
+output format. `SCENARIO:<word>` in the prompt picks the answer: rate, 5xx,
+empty or plain (the agent's own failure); anything else succeeds with
+"All good.".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+BINARIES = {
+    "claude": "claude",
+    "codex": "codex",
+    "cursor": "cursor-agent",
+    "gemini": "gemini",
+    "opencode": "opencode",
+    "aider": "aider",
+    "goose": "goose",
+    "qwen": "qwen",
+    "copilot": "copilot",
+    "ollama": "ollama",
+}
+
+SCENARIOS = ("rate", "5xx", "empty", "plain")
+
+
+def install(folder: Path, name: str) -> Path:
+    """Write the fake for adapter `name` into folder; its path."""
+    path = folder / BINARIES[name]
+    path.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        f"sys.path.insert(0, {str(HERE.parent)!r})\n"
+        "from agents.fake_cli import main\n"
+        f"sys.exit(main({name!r}))\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def _option(args: list[str], *names: str) -> str | None:
+    """The value of the last of `names` in args, as `--x=v` or `--x v`."""
+    found = None
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                found = args[i + 1]
+            elif arg.startswith(name + "="):
+                found = arg[len(name) + 1 :]
+    return found
+
+
+def prompt_of(name: str, args: list[str], stdin: str) -> str | None:
+    """Where the CLI itself would find the prompt."""
+    if name == "cursor":
+        return "\n".join(args[args.index("--") + 1 :]) if "--" in args else None
+    if name == "aider":
+        return _option(args, "--message", "-m")
+    if name == "goose":
+        return _option(args, "--text", "-t")
+    return stdin
+
+
+def main(name: str) -> int:
+    from agents.cli_outputs import SAMPLES
+
+    args = sys.argv[1:]
+    if args == ["--version"]:
+        print(f"{name} 1.2.3 (fake)")
+        return 0
+    stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    prompt = prompt_of(name, args, stdin)
+    call = {
+        "argv": args,
+        "stdin": stdin,
+        "prompt": prompt,
+        "cwd": os.getcwd(),
+        "env": {k: v for k, v in os.environ.items() if k.startswith("BRIGADE_")},
+    }
+    with open(sys.argv[0] + ".calls.jsonl", "a") as handle:
+        handle.write(json.dumps(call) + "\n")
+    if prompt is None:
+        sys.stderr.write("error: no prompt given\n")
+        return 2
+    scenario = next((s for s in SCENARIOS if f"SCENARIO:{s}" in prompt), "success")
+    code, out, err = SAMPLES[name][scenario]
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return code
