@@ -7,54 +7,60 @@ import json
 import math
 import os
 import tempfile
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from brigade.errors import InputError
 
-try:  # the C loader is several times faster on large manifests
-    _BaseLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - libyaml missing
-    _BaseLoader = yaml.SafeLoader
+if TYPE_CHECKING:  # yaml is imported when a YAML document is first parsed
+    import yaml
 
 
-class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """SafeLoader that refuses duplicate keys and keeps dates as strings."""
+@cache
+def _yaml_loader() -> type[yaml.SafeLoader]:
+    """A SafeLoader that refuses duplicate keys and keeps dates as strings."""
+    import yaml
 
+    try:  # the C loader is several times faster on large manifests
+        base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+    except AttributeError:  # pragma: no cover - libyaml missing
+        base = yaml.SafeLoader
 
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    explicit = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
-    # merged keys (`<<: *base`) come first after flattening; explicit keys override them
-    loader.flatten_mapping(node)
-    merged = len(node.value) - explicit
-    result: dict[Any, Any] = {}
-    seen: set[Any] = set()
-    for position, (key_node, value_node) in enumerate(node.value):
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "a mapping key must be a plain value", key_node.start_mark
-            ) from None
-        if position >= merged:
-            if key in seen:
+    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+        explicit = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
+        # merged keys (`<<: *base`) come first after flattening; explicit keys override them
+        loader.flatten_mapping(node)
+        merged = len(node.value) - explicit
+        result: dict[Any, Any] = {}
+        seen: set[Any] = set()
+        for position, (key_node, value_node) in enumerate(node.value):
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        result[key] = loader.construct_object(value_node, deep=True)
-    return result
+                    None, None, "a mapping key must be a plain value", key_node.start_mark
+                ) from None
+            if position >= merged:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key)
+            result[key] = loader.construct_object(value_node, deep=True)
+        return result
 
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        pass
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-# Dates and times stay strings: a manifest is JSON-shaped data.
-_StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    # Dates and times stay strings: a manifest is JSON-shaped data.
+    StrictLoader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return StrictLoader
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -72,12 +78,12 @@ def _no_constant(name: str) -> Any:
 
 def parse_text(text: str, *, json_only: bool, label: str) -> Any:
     """Parse a document's text; raise InputError naming `label` on any problem."""
+    if json_only:
+        return _parse_json(text, label)
+    import yaml
+
     try:
-        if json_only:
-            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader subclass
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{label}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
@@ -85,6 +91,17 @@ def parse_text(text: str, *, json_only: bool, label: str) -> Any:
         raise InputError(f"{label}: {where}{problem}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{label}: invalid YAML: {_one_line(str(exc))}") from None
+    except RecursionError:
+        raise InputError(f"{label}: the document is nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"{label}: {_one_line(str(exc))}") from None
+
+
+def _parse_json(text: str, label: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{label}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{label}: the document is nested too deeply") from None
     except ValueError as exc:
@@ -115,11 +132,6 @@ def read_document(path: Path, label: str | None = None) -> Any:
     return _parse(_read_bytes(path, label), path, label)
 
 
-# Inputs at least this large are cached once valid: parsing and validating a
-# 10,000-case YAML manifest costs more than reading every receipt of its run.
-CACHE_MIN_BYTES = 256 * 1024
-
-
 def cache_dir() -> Path:
     """$BRIGADE_CACHE_DIR, else $XDG_CACHE_HOME/brigade, else ~/.cache/brigade."""
     explicit = os.environ.get("BRIGADE_CACHE_DIR")
@@ -132,35 +144,32 @@ def cache_dir() -> Path:
 def read_valid_document(path: Path, label: str, schema_tag: str) -> Any:
     """Read a document and validate it against its schema (one-line InputError when not).
 
-    A large input that validated before is taken from a cache keyed by the
+    An input that validated before is taken from a cache keyed by the
     digest of its bytes, the schema and brigade's version, so an unchanged
     manifest is not parsed and validated again on every resume.
     """
     from brigade import __version__, schemas
 
     data = _read_bytes(path, label)
-    entry: Path | None = None
-    if len(data) >= CACHE_MIN_BYTES:
-        key = hashlib.sha256(
-            b"\0".join(
-                [
-                    data,
-                    path.suffix.lower().encode(),
-                    schema_tag.encode(),
-                    json.dumps(schemas.schema(schema_tag), sort_keys=True).encode(),
-                    __version__.encode(),
-                ]
-            )
-        ).hexdigest()
-        entry = cache_dir() / "inputs" / f"{key}.json"
-        try:
-            return json.loads(entry.read_bytes())
-        except (OSError, ValueError):
-            pass
+    key = hashlib.sha256(
+        b"\0".join(
+            [
+                data,
+                path.suffix.lower().encode(),
+                schema_tag.encode(),
+                json.dumps(schemas.schema(schema_tag), sort_keys=True).encode(),
+                __version__.encode(),
+            ]
+        )
+    ).hexdigest()
+    entry = cache_dir() / "inputs" / f"{key}.json"
+    try:
+        return json.loads(entry.read_bytes())
+    except (OSError, ValueError):
+        pass
     doc = _parse(data, path, label)
     schemas.check_input(doc, schema_tag, label)
-    if entry is not None:
-        _remember(entry, doc)
+    _remember(entry, doc)
     return doc
 
 

@@ -115,9 +115,9 @@ def _summary_stamp(summary: dict[str, Any] | None) -> str:
 
 def _projection_key(out: Path, secrets: Secrets) -> str:
     material = {
-        "version": 1,
+        "version": 2,
         "out": str(out),
-        "prompts": sorted(text_digest(p) for p in secrets.prompts),
+        "prompts": text_digest("\0".join(sorted(secrets.prompts))),
         "paths": [list(pair) for pair in secrets.paths],
         "env": sorted(text_digest(v) for v in secrets.env_values),
     }

@@ -85,6 +85,40 @@ def run_key(payload: dict[str, Any]) -> str:
     return sha256_hex(canonical_json(without_graders).encode("utf-8"))
 
 
+class TrialHasher:
+    """cell_id and run_key of every trial of many cases on one seat in one mode.
+
+    Byte for byte the canonical JSON of `identity_payload` (keys sorted:
+    case, execution_mode, graders, schema, seat, trial), with the parts that
+    cells share (seat, mode, schema) serialised once; a test holds it equal to
+    `cell_id`/`run_key`.
+    """
+
+    def __init__(self, seat: dict[str, Any], execution_mode: str) -> None:
+        self._mode = canonical_json(execution_mode)
+        self._tail = (
+            f'"schema":{canonical_json(CELL_SCHEMA)},'
+            f'"seat":{canonical_json({key: seat[key] for key in SEAT_KEYS})},"trial":'
+        )
+
+    def digests(
+        self, case_id: str, prompt: str, graders_json: str, trials: int
+    ) -> list[tuple[int, str, str]]:
+        """(trial, cell_id, run_key) for trials 1..N; `graders_json` is canonical_json(graders)."""
+        case = canonical_json({"id": case_id, "prompt": normalize_prompt(prompt)})
+        head = f'{{"case":{case},"execution_mode":{self._mode},'
+        with_graders = f'{head}"graders":{graders_json},{self._tail}'
+        without = f"{head}{self._tail}"
+        return [
+            (
+                trial,
+                sha256_hex(f"{with_graders}{trial}}}".encode()),
+                sha256_hex(f"{without}{trial}}}".encode()),
+            )
+            for trial in range(1, trials + 1)
+        ]
+
+
 def trial_digests(
     *,
     case_id: str,
@@ -94,26 +128,6 @@ def trial_digests(
     execution_mode: str,
     trials: int,
 ) -> list[tuple[int, str, str]]:
-    """(trial, cell_id, run_key) for trials 1..N of one case on one seat.
-
-    Byte for byte the canonical JSON of `identity_payload` (keys sorted:
-    case, execution_mode, graders, schema, seat, trial), with the parts the
-    trials share serialised once; a test holds it equal to `cell_id`/`run_key`.
-    """
-    case = canonical_json({"id": case_id, "prompt": normalize_prompt(prompt)})
-    mode = canonical_json(execution_mode)
-    seat_text = canonical_json({key: seat[key] for key in SEAT_KEYS})
-    schema = canonical_json(CELL_SCHEMA)
-    head = f'{{"case":{case},"execution_mode":{mode},'
-    with_graders = (
-        f'{head}"graders":{canonical_json(graders)},"schema":{schema},"seat":{seat_text},"trial":'
-    )
-    without = f'{head}"schema":{schema},"seat":{seat_text},"trial":'
-    return [
-        (
-            trial,
-            sha256_hex(f"{with_graders}{trial}}}".encode()),
-            sha256_hex(f"{without}{trial}}}".encode()),
-        )
-        for trial in range(1, trials + 1)
-    ]
+    """(trial, cell_id, run_key) for trials 1..N of one case on one seat."""
+    hasher = TrialHasher(seat, execution_mode)
+    return hasher.digests(case_id, prompt, canonical_json(graders), trials)

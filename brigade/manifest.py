@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,8 +59,8 @@ def manifest_from_document(
         schemas.check_input(doc, MANIFEST_SCHEMA, label)
     base = path.resolve().parent
     default_trials = doc.get("trials", 1)
-    default_graders = doc.get("graders", [])
-    resolved = copy.deepcopy(doc)
+    default_graders = tuple(doc.get("graders", []))  # one tuple, shared by the cases
+    resolved_cases: list[dict[str, Any]] = []
     cases: list[Case] = []
     first_index: dict[str, int] = {}
     for index, raw in enumerate(doc["cases"]):
@@ -78,14 +77,14 @@ def manifest_from_document(
             )
         else:
             prompt = normalize_prompt(raw["prompt"])
-        resolved["cases"][index]["prompt"] = prompt
+        resolved_cases.append({**raw, "prompt": prompt})
         cases.append(
             Case(
                 id=case_id,
                 prompt=prompt,
                 # the schema admits 2.0 as an integer; identity needs the int
                 trials=int(raw.get("trials", default_trials)),
-                graders=tuple(raw.get("graders", default_graders)),
+                graders=tuple(raw["graders"]) if "graders" in raw else default_graders,
                 prompt_file=raw.get("prompt_file"),
             )
         )
@@ -98,7 +97,7 @@ def manifest_from_document(
         roster=doc.get("roster"),
         # the document as loaded, with every prompt resolved and normalised, so
         # YAML and JSON spellings of one manifest share a digest
-        digest=text_digest(canonical_json(resolved)),
+        digest=text_digest(canonical_json({**doc, "cases": resolved_cases})),
     )
 
 

@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from brigade.errors import InputError
-from brigade.identity import canonical_json, identity_payload, run_key, text_digest, trial_digests
+from brigade.identity import (
+    TrialHasher,
+    canonical_json,
+    identity_payload,
+    run_key,
+    text_digest,
+)
 from brigade.manifest import Manifest
 from brigade.roster import Roster, SeatSpec
 
@@ -83,18 +89,15 @@ def expand(manifest: Manifest, roster: Roster, roster_label: str) -> list[Cell]:
             )
         seats.append(roster.seats[name])
     cells: list[Cell] = []
-    identities = [seat.identity() for seat in seats]
+    hashers = [TrialHasher(seat.identity(), manifest.execution_mode) for seat in seats]
+    graders_json: dict[int, str] = {}  # cases often share one graders tuple
     for case in manifest.cases:
-        graders = list(case.graders)
-        for seat, seat_identity in zip(seats, identities, strict=True):
-            digests = trial_digests(
-                case_id=case.id,
-                prompt=case.prompt,
-                seat=seat_identity,
-                graders=graders,
-                execution_mode=manifest.execution_mode,
-                trials=case.trials,
-            )
+        key = id(case.graders)
+        if key not in graders_json:
+            graders_json[key] = canonical_json(list(case.graders))
+        case_graders = graders_json[key]
+        for seat, hasher in zip(seats, hashers, strict=True):
+            digests = hasher.digests(case.id, case.prompt, case_graders, case.trials)
             for trial, cell_id, trial_run_key in digests:
                 cells.append(
                     Cell(

@@ -19,7 +19,7 @@ from brigade import lock, proc, store
 from brigade.errors import BrigadeError
 from brigade.outcome import EXIT_MEASUREMENT, EXIT_UNUSABLE, exit_bucket
 from brigade.plan import Plan
-from brigade.results import current_receipts
+from brigade.results import current_receipts, summary_headline
 
 # a task refused for bad input or tampering carries this prefix in its message
 REFUSED = "brigade-refused: "
@@ -41,7 +41,6 @@ class RunInfo:
     # set by the reporter: counts a cell recorded outside its own task (the collect task)
     count: Callable[[str | None], None] | None = None
     exit_code: int | None = None
-    summary: dict[str, Any] | None = None
 
 
 def plan_bucket(out: Path, plan: Plan) -> int:
@@ -181,11 +180,10 @@ def make_reporter(info: RunInfo) -> type:
                 return 128 + self.interrupted
             if self.refused:
                 return EXIT_UNUSABLE
-            summary = store.read_json(info.out / store.SUMMARY_FILE) if self.summary_ran else None
-            if isinstance(summary, dict):
-                info.summary = summary
-                bucket = int(summary["exit_code"])
-                self.err.write(f"brigade: {_one_line(summary)}\n")
+            written = summary_headline(info.out) if self.summary_ran else None
+            if written is not None:
+                line, bucket = written
+                self.err.write(f"brigade: {line}\n")
             else:
                 bucket = plan_bucket(info.out, info.plan)
             if self.errors:
@@ -202,16 +200,3 @@ def _skip_db_dump() -> None:
 
     if Globals.dep_manager is not None:
         Globals.dep_manager.close = lambda: None
-
-
-def _one_line(summary: dict[str, Any]) -> str:
-    counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v)
-    failures = summary["measurement_failures"]["total"]
-    extra = f"; measurement failures {failures}" if failures else ""
-    stale = sum(summary["stale_counts"].values())
-    stale_note = f"; {stale} stale" if stale else ""
-    total = summary["total_cells"]
-    return (
-        f"{total} cell{'' if total == 1 else 's'}: {counts or 'none'}{extra}{stale_note} "
-        f"-> {summary['outcome']} (exit {summary['exit_code']})"
-    )

@@ -90,7 +90,45 @@ def summary_current(out: Path, key: str) -> bool:
     )
 
 
-def remember_summary(out: Path, key: str) -> None:
-    """Record which key summary.json was just written for."""
-    record = {"key": key, "stat": store.stat_key(out / store.SUMMARY_FILE)}
+def remember_summary(out: Path, key: str, summary: Mapping[str, Any]) -> None:
+    """Record which key summary.json was just written for, and its headline."""
+    record = {
+        "key": key,
+        "stat": store.stat_key(out / store.SUMMARY_FILE),
+        "exit_code": summary["exit_code"],
+        "headline": headline(summary),
+    }
     store.atomic_write_bytes(out / SUMMARY_KEY, json.dumps(record).encode(), durable=False)
+
+
+def headline(summary: Mapping[str, Any]) -> str:
+    """One line: cell counts, measurement failures, stale cells, outcome and exit code."""
+    counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v)
+    failures = summary["measurement_failures"]["total"]
+    extra = f"; measurement failures {failures}" if failures else ""
+    stale = sum(summary["stale_counts"].values())
+    stale_note = f"; {stale} stale" if stale else ""
+    total = summary["total_cells"]
+    return (
+        f"{total} cell{'' if total == 1 else 's'}: {counts or 'none'}{extra}{stale_note} "
+        f"-> {summary['outcome']} (exit {summary['exit_code']})"
+    )
+
+
+def summary_headline(out: Path) -> tuple[str, int] | None:
+    """(headline, exit code) of summary.json: from its sidecar while summary.json is
+    untouched since the sidecar was written (a large summary costs a while to parse)."""
+    recorded = store.read_json(out / SUMMARY_KEY)
+    stat = store.stat_key(out / store.SUMMARY_FILE)
+    if (
+        isinstance(recorded, dict)
+        and stat is not None
+        and recorded.get("stat") == stat
+        and isinstance(recorded.get("headline"), str)
+        and isinstance(recorded.get("exit_code"), int)
+    ):
+        return recorded["headline"], recorded["exit_code"]
+    summary = store.read_json(out / store.SUMMARY_FILE)
+    if not isinstance(summary, dict):
+        return None
+    return headline(summary), int(summary["exit_code"])

@@ -8,12 +8,13 @@ from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from brigade.errors import InputError
+
+if TYPE_CHECKING:  # jsonschema is imported when a document is first validated
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 # schema tag -> file in schemas/
 FILES = {
@@ -94,6 +95,8 @@ def inline_refs(node: Any, root: dict[str, Any]) -> Any:
 @cache
 def validator(tag: str) -> Draft202012Validator:
     """A cached validator for a document tag (references resolved once)."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(inline_refs(schema(tag), schema(tag)))
 
 
@@ -102,6 +105,8 @@ def check_input(doc: Any, tag: str, label: str) -> None:
     errors = list(validator(tag).iter_errors(doc))
     if not errors:
         return
+    from jsonschema.exceptions import best_match
+
     first = best_match(errors)
     more = len(errors) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
@@ -110,6 +115,8 @@ def check_input(doc: Any, tag: str, label: str) -> None:
 
 def check_output(doc: Any, tag: str) -> None:
     """Validate a document before writing it; a mismatch is a bug in brigade."""
+    from jsonschema.exceptions import best_match
+
     error = best_match(validator(tag).iter_errors(doc))
     if error is not None:
         raise InvalidDocument(f"{tag}: {describe(error)}")

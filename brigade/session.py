@@ -100,9 +100,13 @@ def load_inputs(manifest_path: Path, explicit_roster: Path | None) -> tuple[Mani
 
 def grader_warnings(manifest: Manifest) -> list[str]:
     """One line per grader spec that will record grader_error when it runs."""
-    lines = []
+    lines: list[str] = []
     checked: dict[str, str | None] = {}  # cases often share their graders: check each once
+    clean: set[int] = set()  # graders tuples (shared by cases) found without a problem
     for index, case in enumerate(manifest.cases):
+        if id(case.graders) in clean:
+            continue
+        before = len(lines)
         for position, spec in enumerate(case.graders):
             key = json.dumps(spec, sort_keys=True)
             if key not in checked:
@@ -113,6 +117,8 @@ def grader_warnings(manifest: Manifest) -> list[str]:
                     f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]: {problem} "
                     "— this grader will record grader_error until fixed"
                 )
+        if len(lines) == before:
+            clean.add(id(case.graders))
     return lines
 
 

@@ -103,7 +103,7 @@ def finalize(
     summary: dict[str, Any] | None = None
     if not same:
         summary = write_summary(out, plan, receipts)
-        remember_summary(out, key)
+        remember_summary(out, key, summary)
     result = export(out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same)
     # report/junit.xml and report/index.html leave the output directory too: same check
     leaks = result.leaks
