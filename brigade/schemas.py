@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
+import marshal
+import os
 import re
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brigade.documents import cache_dir
 from brigade.errors import InputError
 
 if TYPE_CHECKING:  # jsonschema is imported when a document is first validated
@@ -113,8 +119,57 @@ def check_input(doc: Any, tag: str, label: str) -> None:
     raise InputError(f"{label}: {describe(first)}{suffix}")
 
 
+@cache
+def _compiled(tag: str) -> Callable[[Any], Any]:
+    """The schema compiled to a Python function (fastjsonschema): the fast yes/no check
+    for documents brigade writes. Our schemas use only keywords draft-07 shares with
+    2020-12 once their references are inlined.
+
+    Generating and compiling that code costs more than a small run's validations,
+    so its bytecode is kept in the cache folder (keyed by the schema, the
+    generator's version and the interpreter's bytecode format).
+    """
+    import fastjsonschema
+
+    definition = {
+        key: value
+        for key, value in inline_refs(schema(tag), schema(tag)).items()
+        if key not in ("$schema", "$id")
+    }
+    definition["$schema"] = "http://json-schema.org/draft-07/schema#"
+    # marshalled bytecode is specific to the interpreter: its magic number is in the key
+    material = json.dumps(
+        [definition, fastjsonschema.VERSION, importlib.util.MAGIC_NUMBER.hex()], sort_keys=True
+    )
+    path = cache_dir() / "validators" / (hashlib.sha256(material.encode()).hexdigest()[:32])
+    try:
+        code = marshal.loads(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        code = compile(fastjsonschema.compile_to_code(definition), f"<{tag} validator>", "exec")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(marshal.dumps(code))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # noqa: S102 - code generated from our own schema files
+    validate: Callable[[Any], Any] = namespace["validate"]
+    return validate
+
+
 def check_output(doc: Any, tag: str) -> None:
     """Validate a document before writing it; a mismatch is a bug in brigade."""
+    import fastjsonschema
+
+    try:
+        _compiled(tag)(doc)
+        return
+    except fastjsonschema.JsonSchemaException:
+        pass
+    # the full validator names the problem (and has the last word)
     from jsonschema.exceptions import best_match
 
     error = best_match(validator(tag).iter_errors(doc))

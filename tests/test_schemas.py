@@ -217,3 +217,48 @@ def test_grader_error_score_must_be_null() -> None:
     assert schemas.problems(result, "brigade.grader_result.v1") == ["score: must be null, got 0.0"]
     assert schemas.problems({**result, "score": None}, "brigade.grader_result.v1") == []
     assert schemas.problems({**result, "exit_code": 0}, "brigade.grader_result.v1") != []
+
+
+def _mutations(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each top-level key dropped, each top-level value of the wrong kind, one extra key."""
+    changed: list[dict[str, Any]] = []
+    for key in doc:
+        changed.append({k: v for k, v in doc.items() if k != key})
+        changed.append({**doc, key: {"unexpected": [1]}})
+        changed.append({**doc, key: -1})
+    changed.append({**doc, "unexpected_key": True})
+    return changed
+
+
+def test_fast_output_check_agrees_with_jsonschema(project: Any) -> None:
+    """check_output's compiled validator accepts and refuses exactly what jsonschema does,
+    on every document a real mixed run writes and on broken variants of each."""
+    from test_run import mixed_battery
+
+    mixed_battery(project)
+    assert project.doit().returncode == 3
+    tags = set(schemas.FILES)
+    seen: set[str] = set()
+    documents = []
+    for path in sorted(project.out.rglob("*.json")):
+        doc = json.loads(path.read_text())
+        if isinstance(doc, dict):
+            documents.append((path, doc))
+            # grader results live inside receipts
+            for value in doc.values():
+                if isinstance(value, list):
+                    documents.extend((path, item) for item in value if isinstance(item, dict))
+    for path, doc in documents:
+        if doc.get("schema") not in tags:
+            continue
+        tag = doc["schema"]
+        seen.add(tag)
+        for variant in [doc, *_mutations(doc)]:
+            slow = not list(schemas.validator(tag).iter_errors(variant))
+            try:
+                schemas._compiled(tag)(variant)
+                fast = True
+            except Exception:
+                fast = False
+            assert fast == slow, (path.name, tag, variant)
+    assert seen >= tags - {"brigade.eval_manifest.v1", "brigade.roster.v1"}
