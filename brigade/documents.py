@@ -7,6 +7,7 @@ import json
 import math
 import os
 import tempfile
+import time
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,6 +174,11 @@ def read_valid_document(path: Path, label: str, schema_tag: str) -> Any:
     return doc
 
 
+# Cached inputs not written again for this long are dropped when a new one is
+# written (every edit of a manifest adds an entry; none is ever needed again).
+CACHE_KEEP_SECONDS = 30 * 24 * 3600
+
+
 def _remember(entry: Path, doc: Any) -> None:
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
@@ -181,7 +187,23 @@ def _remember(entry: Path, doc: Any) -> None:
             json.dump(doc, handle, separators=(",", ":"))
         os.replace(tmp, entry)
     except OSError:
-        pass  # a cache that cannot be written only costs time
+        return  # a cache that cannot be written only costs time
+    prune(entry.parent, CACHE_KEEP_SECONDS)
+
+
+def prune(folder: Path, keep_seconds: float) -> None:
+    """Delete the files in a cache folder last written more than `keep_seconds` ago."""
+    horizon = time.time() - keep_seconds
+    try:
+        with os.scandir(folder) as entries:
+            for item in entries:
+                try:
+                    if item.is_file(follow_symlinks=False) and item.stat().st_mtime < horizon:
+                        os.unlink(item.path)
+                except OSError:
+                    continue
+    except OSError:
+        pass
 
 
 def decode_utf8(data: bytes, label: str) -> str:

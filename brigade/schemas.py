@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brigade.documents import cache_dir
+from brigade.documents import CACHE_KEEP_SECONDS, cache_dir, prune
 from brigade.errors import InputError
 
 if TYPE_CHECKING:  # jsonschema is imported when a document is first validated
@@ -152,6 +152,7 @@ def _compiled(tag: str) -> Callable[[Any], Any]:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(marshal.dumps(code))
             os.replace(tmp, path)
+            prune(path.parent, CACHE_KEEP_SECONDS)  # checks of older schema versions
         except OSError:
             pass  # a cache that cannot be written only costs time
     namespace: dict[str, Any] = {}

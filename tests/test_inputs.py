@@ -655,3 +655,27 @@ def test_yaml_merge_key_override_is_not_a_duplicate(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     models = [c["seat"]["model"] for c in json.loads(result.stdout)["cells"]]
     assert models == ["x", "y"]
+
+
+def test_valid_inputs_are_cached_and_old_entries_pruned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from brigade.documents import CACHE_KEEP_SECONDS, read_valid_document
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BRIGADE_CACHE_DIR", str(cache))
+    stale = cache / "inputs" / "old.json"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}")
+    long_ago = os.stat(stale).st_mtime - CACHE_KEEP_SECONDS - 60
+    os.utime(stale, (long_ago, long_ago))
+    roster = tmp_path / "roster.yaml"
+    roster.write_text("schema: brigade.roster.v1\nseats:\n  a: {cli: 'exec:true'}\n")
+    doc = read_valid_document(roster, "roster.yaml", "brigade.roster.v1")
+    entries = list((cache / "inputs").glob("*.json"))
+    assert [json.loads(e.read_text()) for e in entries] == [doc]
+    assert not stale.exists()
+    # a cached entry is what the next read returns, without parsing the file again
+    roster.write_text(roster.read_text())  # same bytes: same key
+    assert read_valid_document(roster, "roster.yaml", "brigade.roster.v1") == doc
+    assert len(list((cache / "inputs").glob("*.json"))) == 1
