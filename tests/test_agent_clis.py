@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from agents.cli_outputs import SAMPLES
-from agents.fake_cli import BINARIES, SCENARIOS, install
+from agents.fake_cli import BINARIES, SCENARIOS, TRUST_REFUSALS, install
 from conftest import Project
 from test_protections import git_workspace
 from test_reliability import alive
@@ -399,3 +399,22 @@ def test_every_cli_writable(project: Project, tmp_path: Path, name: str) -> None
     )
     # `ollama run` has no tools, so both modes are the same command
     assert (list(read_only.argv[1:]) != call["argv"]) == (name != "ollama")
+
+
+@pytest.mark.parametrize("name", sorted(TRUST_REFUSALS))
+def test_workspace_trust_refusal_is_an_adapter_error(
+    project: Project, tmp_path: Path, name: str
+) -> None:
+    folder = install_fake(tmp_path, name)
+    project.write_roster({"s": fake_seat(name)})
+    project.write_manifest(
+        [{"id": "trusted", "prompt": "hi"}, {"id": "refused", "prompt": "SCENARIO:untrusted"}],
+        seats=("s",),
+    )
+    assert project.doit(PATH=path_with(folder)).returncode == 3
+    # the adapter passes the trust flag, so the ordinary run is not refused
+    assert project.receipt("trusted:s:1")["state"] == "unscored"
+    refused = project.receipt("refused:s:1")
+    assert (refused["state"], refused["failure_reason"]) == ("adapter_error", "transport_drop")
+    run = json.loads(Path(refused["run_dir"], "run.json").read_text())
+    assert run["failure_kind"] == "workspace_untrusted"

@@ -5,8 +5,9 @@
 `<binary>.calls.jsonl` beside it, finds the prompt where that CLI takes it
 (stdin, after `--`, or an option's value) and answers in that CLI's real
 output format. `SCENARIO:<word>` in the prompt picks the answer: rate, 5xx,
-empty or plain (the agent's own failure); anything else succeeds with
-"All good.".
+empty or plain (the agent's own failure), or untrusted (cursor, codex: the
+workspace-trust refusal they also give without their trust flag); anything
+else succeeds with "All good.".
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ BINARIES = {
 }
 
 SCENARIOS = ("rate", "5xx", "empty", "plain")
+
+# CLIs that refuse to work in a workspace they do not trust, what they print, and
+# the flag that tells them to go ahead (the adapters pass it; `SCENARIO:untrusted`
+# makes the fake refuse anyway).
+TRUST_REFUSALS = {
+    "cursor": ("--trust", "Workspace Trust Required: run with --trust to trust this folder"),
+    "codex": (
+        "--skip-git-repo-check",
+        "Not inside a trusted directory and --skip-git-repo-check was not specified.",
+    ),
+}
 
 
 def install(folder: Path, name: str) -> Path:
@@ -92,6 +104,11 @@ def main(name: str) -> int:
     if prompt is None:
         sys.stderr.write("error: no prompt given\n")
         return 2
+    if name in TRUST_REFUSALS:
+        flag, refusal = TRUST_REFUSALS[name]
+        if flag not in args or "SCENARIO:untrusted" in prompt:
+            sys.stderr.write(refusal + "\n")
+            return 1
     scenario = next((s for s in SCENARIOS if f"SCENARIO:{s}" in prompt), "success")
     code, out, err = SAMPLES[name][scenario]
     sys.stdout.write(out)
