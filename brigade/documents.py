@@ -79,8 +79,19 @@ def _no_constant(name: str) -> Any:
 
 def parse_text(text: str, *, json_only: bool, label: str) -> Any:
     """Parse a document's text; raise InputError naming `label` on any problem."""
-    if json_only:
-        return _parse_json(text, label)
+    try:
+        if json_only:
+            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return _load_yaml(text, label)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{label}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{label}: the document is nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"{label}: {_one_line(str(exc))}") from None
+
+
+def _load_yaml(text: str, label: str) -> Any:
     import yaml
 
     try:
@@ -92,21 +103,6 @@ def parse_text(text: str, *, json_only: bool, label: str) -> Any:
         raise InputError(f"{label}: {where}{problem}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{label}: invalid YAML: {_one_line(str(exc))}") from None
-    except RecursionError:
-        raise InputError(f"{label}: the document is nested too deeply") from None
-    except ValueError as exc:
-        raise InputError(f"{label}: {_one_line(str(exc))}") from None
-
-
-def _parse_json(text: str, label: str) -> Any:
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{label}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(f"{label}: the document is nested too deeply") from None
-    except ValueError as exc:
-        raise InputError(f"{label}: {_one_line(str(exc))}") from None
 
 
 def _read_bytes(path: Path, label: str) -> bytes:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from agents.cli_outputs import SAMPLES, claude_result, codex_events, jsonl
+from agents.fake_cli import BINARIES
 
 from brigade.adapters import (
     Adapter,
@@ -30,18 +31,6 @@ from brigade.roster import SeatSpec
 PROMPT = "Review the parser.\nList the bugs."
 
 BUILT_IN = ["claude", "codex", "cursor", "gemini", "opencode", "aider", "goose", "qwen", "copilot"]
-
-BINARIES = {
-    "claude": "claude",
-    "codex": "codex",
-    "cursor": "cursor-agent",
-    "gemini": "gemini",
-    "opencode": "opencode",
-    "aider": "aider",
-    "goose": "goose",
-    "qwen": "qwen",
-    "copilot": "copilot",
-}
 
 # Adapters whose CLI reads the prompt on stdin; the others take it as argv.
 STDIN_PROMPT = {"claude", "codex", "gemini", "opencode", "qwen", "copilot"}
