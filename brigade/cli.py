@@ -156,7 +156,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     out = _output_dir(args.dir)
     plan = _load_plan(out)
     context = plan.context or {}
-    workspace = Path(context.get("workspace", str(Path.cwd())))
+    workspace = _plan_workspace(plan)
     manifest_dir = Path(context["manifest"]).parent if "manifest" in context else Path.cwd()
     ctx = RunContext(
         out=out,
@@ -286,13 +286,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     """
     out = _output_dir(args.dir)
     plan = _load_plan(out)
-    result = export(out, plan, dest=args.to, workspace=Path.cwd())
+    # the run's own workspace, as doit's export uses: the same export state serves both
+    result = export(out, plan, dest=args.to, workspace=_plan_workspace(plan))
     for leak in result.leaks:
         print(f"brigade: leak: {leak}", file=sys.stderr)
     if result.leaks:
         return EXIT_MEASUREMENT
     print(f"exported {result.files} file(s) to {result.dest}")
     return 0
+
+
+def _plan_workspace(plan: Plan) -> Path:
+    """The workspace the plan was run in (its context), else the current folder."""
+    return Path((plan.context or {}).get("workspace", str(Path.cwd())))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import ahocorasick
+
 from brigade.identity import text_digest
 from brigade.schemas import format_path
 
@@ -51,7 +53,10 @@ class Matcher:
     """Finds every secret in a string in one pass: secrets indexed by their first characters.
 
     Checking each of thousands of prompts against each exported string would be
-    quadratic; here each string costs one dictionary lookup per position.
+    quadratic; here each string costs one dictionary lookup per position. Most
+    strings hold no secret at all: an Aho-Corasick automaton over every secret
+    (pyahocorasick, in C) says so first, and only strings it finds a secret in
+    are walked position by position (path boundaries, longest match).
     """
 
     def __init__(self, secrets: Secrets) -> None:
@@ -76,6 +81,19 @@ class Matcher:
         self.index: dict[str, list[str]] = {}
         for secret in sorted(self.kind, key=len, reverse=True):
             self.index.setdefault(secret[: self.width], []).append(secret)
+        self._automaton = ahocorasick.Automaton()
+        for secret in self.kind:
+            self._automaton.add_word(secret, None)
+        if self.kind:
+            self._automaton.make_automaton()
+
+    def _holds_any(self, text: str) -> bool:
+        """Whether any secret occurs anywhere in text (where it ends does not matter)."""
+        if not self.kind:
+            return False
+        for _ in self._automaton.iter(text):
+            return True
+        return False
 
     def _add(self, secret: str, kind: str, stand_in: str) -> None:
         if secret not in self.kind:
@@ -102,6 +120,8 @@ class Matcher:
         """The kinds of secret found in text (all of them, or the first)."""
         if text in self.exact:
             return ["prompt"]
+        if not self._holds_any(text):
+            return []
         found: list[str] = []
         for position in range(len(text) - self.width + 1) if self.index else ():
             secret = self._match_at(text, position)
@@ -132,7 +152,7 @@ class Matcher:
     def _replace(self, text: str) -> str:
         if text in self.exact:
             return self.exact[text]
-        if not self.index or len(text) < self.width:
+        if not self.index or len(text) < self.width or not self._holds_any(text):
             return text
         pieces: list[str] = []
         position = last = 0
