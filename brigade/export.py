@@ -114,14 +114,7 @@ def _summary_stamp(summary: dict[str, Any] | None) -> str:
 
 
 def _projection_key(out: Path, secrets: Secrets) -> str:
-    material = {
-        "version": 2,
-        "out": str(out),
-        "prompts": text_digest("\0".join(sorted(secrets.prompts))),
-        "paths": [list(pair) for pair in secrets.paths],
-        "env": sorted(text_digest(v) for v in secrets.env_values),
-    }
-    return text_digest(json.dumps(material, sort_keys=True))
+    return text_digest(json.dumps({"version": 3, "out": str(out), "secrets": secrets.digest}))
 
 
 def export(

@@ -7,6 +7,7 @@ from typing import Any
 
 from brigade.errors import InputError
 from brigade.identity import (
+    CELL_SCHEMA,
     TrialHasher,
     canonical_json,
     identity_payload,
@@ -77,15 +78,25 @@ def coordinate(case_id: str, seat: str, trial: int) -> str:
     return f"{case_id}:{seat}:{trial}"
 
 
-def expand(manifest: Manifest, roster: Roster, roster_label: str) -> list[Cell]:
-    """Every cell of the manifest, case-major then seat then trial."""
+def expand(
+    manifest: Manifest,
+    roster: Roster,
+    roster_label: str,
+    known: list[list[str]] | None = None,
+) -> list[Cell]:
+    """Every cell of the manifest, case-major then seat then trial.
+
+    `known`: the [cell_id, run_key] of every cell in that order, from an
+    earlier expansion of the very same inputs (see `expansion_key`); hashing
+    is skipped then.
+    """
     seats: list[SeatSpec] = []
     for index, name in enumerate(manifest.seats):
         if name not in roster.seats:
-            known = ", ".join(sorted(roster.seats))
+            defined = ", ".join(sorted(roster.seats))
             raise InputError(
                 f"{manifest.path}: seats[{index}]: seat {name!r} is not defined in "
-                f"{roster_label} (it defines: {known})"
+                f"{roster_label} (it defines: {defined})"
             )
         seats.append(roster.seats[name])
     cells: list[Cell] = []
@@ -97,7 +108,15 @@ def expand(manifest: Manifest, roster: Roster, roster_label: str) -> list[Cell]:
             graders_json[key] = canonical_json(list(case.graders))
         case_graders = graders_json[key]
         for seat, hasher in zip(seats, hashers, strict=True):
-            digests = hasher.digests(case.id, case.prompt, case_graders, case.trials)
+            digests: list[tuple[int, str, str]]
+            if known is not None:
+                start = len(cells) - 1
+                digests = [
+                    (trial, str(known[start + trial][0]), str(known[start + trial][1]))
+                    for trial in range(1, case.trials + 1)
+                ]
+            else:
+                digests = hasher.digests(case.id, case.prompt, case_graders, case.trials)
             for trial, cell_id, trial_run_key in digests:
                 cells.append(
                     Cell(
@@ -113,6 +132,25 @@ def expand(manifest: Manifest, roster: Roster, roster_label: str) -> list[Cell]:
                     )
                 )
     return cells
+
+
+def expansion_key(manifest: Manifest, roster: Roster, context: dict[str, str] | None) -> str | None:
+    """A digest of everything an expansion depends on; None when a seat is missing."""
+    if any(name not in roster.seats for name in manifest.seats):
+        return None
+    material = {
+        "schema": CELL_SCHEMA,
+        "manifest_digest": manifest.digest,
+        "cells": len_cells(manifest),
+        "seats": [roster.seats[name].identity() for name in manifest.seats],
+        "context": context,
+    }
+    return text_digest(canonical_json(material))
+
+
+def len_cells(manifest: Manifest) -> int:
+    """How many cells the manifest expands to."""
+    return sum(case.trials for case in manifest.cases) * len(manifest.seats)
 
 
 def stale_cells(cells: list[Cell], previous: dict[str, Any] | None) -> list[dict[str, str]]:

@@ -7,6 +7,7 @@ to the output directory and redacts env values; `find_leaks` proves it.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -42,6 +43,16 @@ class Secrets:
             + [("env value", v) for v in self.env_values]
         )
         return iter(sorted(pairs, key=lambda pair: -len(pair[1])))
+
+    @cached_property
+    def digest(self) -> str:
+        """Changes whenever the secrets do (a key for caches of projected files)."""
+        material = {
+            "prompts": text_digest("\0".join(sorted(self.prompts))),
+            "paths": [list(pair) for pair in self.paths],
+            "env": text_digest("\0".join(sorted(self.env_values))),
+        }
+        return text_digest(json.dumps(material, sort_keys=True))
 
     @cached_property
     def matcher(self) -> Matcher:

@@ -17,7 +17,6 @@ from typing import Any
 
 from brigade import store, trials
 from brigade.export import check_file, secrets_for
-from brigade.identity import text_digest
 from brigade.junit import junit_xml
 from brigade.outcome import is_measurement_failure, is_real_failure
 from brigade.plan import Plan
@@ -303,7 +302,7 @@ class _Checked:
 def untouched(out: Path, plan: Plan, workspace: Path | None = None) -> bool:
     """The report files are exactly as the last run wrote and checked them (any inputs)."""
     out = out.absolute()
-    checked = _Checked(out, _secrets_key(secrets_for(out, plan, workspace)))
+    checked = _Checked(out, secrets_for(out, plan, workspace).digest)
     folder = out / REPORT_DIR
     return all(
         checked._entry(path).get("stat") == _file_stat(path) is not None
@@ -317,15 +316,6 @@ def _file_stat(path: Path) -> list[int] | None:
     except OSError:
         return None
     return [info.st_size, info.st_mtime_ns]
-
-
-def _secrets_key(secrets: Secrets) -> str:
-    material = {
-        "prompts": sorted(text_digest(p) for p in secrets.prompts),
-        "paths": [list(pair) for pair in secrets.paths],
-        "env": sorted(text_digest(v) for v in secrets.env_values),
-    }
-    return text_digest(json.dumps(material, sort_keys=True))
 
 
 def _inputs_key(
@@ -360,7 +350,7 @@ def write_report(
     secrets = secrets_for(out, plan, workspace)
     folder = out / REPORT_DIR
     junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
-    checked = _Checked(out, _secrets_key(secrets))
+    checked = _Checked(out, secrets.digest)
     inputs = _inputs_key(plan, receipts, summary)
     if checked.current(junit, inputs) and checked.current(html_file, inputs):
         return ReportResult(files=(junit, html_file), leaks=())
@@ -375,7 +365,7 @@ def write_files(
 ) -> ReportResult:
     """Write the requested report files and check each for leaks."""
     out = out.absolute()
-    checked = _Checked(out, _secrets_key(report.secrets))
+    checked = _Checked(out, report.secrets.digest)
     return _write(out, report, [junit, html_file], checked, None)
 
 

@@ -87,6 +87,7 @@ def summary_current(out: Path, key: str) -> bool:
         and recorded.get("key") == key
         and stat is not None
         and (recorded.get("stat") == stat)
+        and "headline" in recorded
     )
 
 

@@ -69,8 +69,12 @@ def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
     return result if isinstance(result, TaskFailed) else None
 
 
-def write_plan(out: Path, plan: Plan, key: str) -> None:
-    """Write plan.json (the output directory is created here) and its index."""
+def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> None:
+    """Write plan.json (the output directory is created here) and its index.
+
+    The index also keeps the cell ids with the key of the inputs they were
+    expanded from, so the next load of the same inputs need not hash them.
+    """
     document = plan.document()
     out.mkdir(parents=True, exist_ok=True)
     store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA, sample=True, compact=True)
@@ -78,6 +82,8 @@ def write_plan(out: Path, plan: Plan, key: str) -> None:
         "key": key,
         "stat": store.stat_key(out / store.PLAN_FILE),
         "stale_cells": document["stale_cells"],
+        "inputs": inputs,
+        "ids": [[cell.cell_id, cell.run_key] for cell in plan.cells],
     }
     store.atomic_write_bytes(out / store.PLAN_INDEX, json.dumps(index).encode(), durable=False)
 
@@ -187,7 +193,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     def task_plan() -> dict[str, Any]:
         """Write plan.json for the current manifest."""
         return {
-            "actions": [(guarded, [write_plan, out, plan, session.plan_key])],
+            "actions": [(guarded, [write_plan, out, plan, session.plan_key, session.plan_inputs])],
             "uptodate": [session.plan_is_current and not always],
         }
 

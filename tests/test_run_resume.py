@@ -201,3 +201,24 @@ def test_stale_cells_are_kept_reported_and_not_counted(project: Project) -> None
     # a no-op re-run keeps reporting the stale cells of this generation
     project.doit()
     assert project.summary()["stale_counts"]["accepted"] == 1
+
+
+def test_plan_index_keeps_cell_ids_but_is_never_trusted_blindly(project: Project) -> None:
+    finished(project)
+    index_path = project.out / ".plan-index.json"
+    index = json.loads(index_path.read_text())
+    plan = json.loads((project.out / "plan.json").read_text())
+    assert [pair[0] for pair in index["ids"]] == [c["cell_id"] for c in plan["cells"]]
+    # a corrupted id list does not add up to the recorded key: the cells are hashed again
+    index["ids"][0][0] = "0" * 64
+    index_path.write_text(json.dumps(index))
+    assert project.doit().returncode == 3
+    assert project.launches() == 5
+    assert json.loads((project.out / "plan.json").read_text()) == plan
+    # an index from before ids were kept is rebuilt once
+    index_path.write_text(
+        json.dumps({k: v for k, v in index.items() if k not in ("ids", "inputs")})
+    )
+    assert project.doit().returncode == 3
+    assert project.launches() == 5
+    assert json.loads(index_path.read_text())["ids"][0][0] == plan["cells"][0]["cell_id"]
