@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from doit import create_after
 from doit.exceptions import TaskFailed
 
 from brigade import store
@@ -39,7 +40,8 @@ DOIT_BACKEND = "json"
 # above it, finished cells are collected in one task so a no-op resume of a
 # large battery stays close to the cost of reading its receipts.
 SINGLE_TASKS_UP_TO = 1000
-FINISHED_TASK = "cells:finished"
+FINISHED_TASK = "cell:finished"
+CELLS_GROUP = "cell"  # the delayed creator of the cell tasks, and a task needing them all
 
 
 def _states_line(session: Session, cell_ids: set[str]) -> str:
@@ -182,6 +184,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     collected = set(unchanged) if len(plan.cells) > SINGLE_TASKS_UP_TO else set()
     info.collected = {cell_id: info.loaded_states.get(cell_id) for cell_id in collected}
     own_tasks = [cell_task_name(c.coordinate) for c in plan.cells if c.cell_id not in collected]
+    finished_task = len(plan.cells) > SINGLE_TASKS_UP_TO and bool(collected)
     # nothing to run and no receipt changed since the last run: its summary still holds
     untouched = (
         session.plan_is_current
@@ -197,9 +200,19 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
             "uptodate": [session.plan_is_current and not always],
         }
 
-    def task_cells() -> Iterator[dict[str, Any]]:
-        """One task per cell: run its seat (or reuse a run) unless its receipt stands."""
-        if len(plan.cells) > SINGLE_TASKS_UP_TO and collected:
+    # Created only once `plan` has run, and only when something needs them (a
+    # default run, `doit cell:...`, the summary): `doit plan` of a big battery
+    # never builds a doit task per cell. `doit list` still creates and lists all.
+    @create_after(executed="plan")
+    def task_cell() -> Iterator[dict[str, Any]]:
+        """Every cell (each one is its own task below)."""
+        yield {
+            "basename": CELLS_GROUP,
+            "doc": "every cell of the plan",
+            "actions": None,
+            "task_dep": [*own_tasks, *([FINISHED_TASK] if finished_task else [])],
+        }
+        if finished_task:
             yield {
                 "basename": FINISHED_TASK,
                 "doc": f"{len(collected)} finished cells ({_states_line(session, collected)}); "
@@ -241,7 +254,8 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
             yield {
                 "name": cell.coordinate,
                 "actions": [(guarded, [regrade_if_needed, ctx, cell])],
-                "task_dep": [cell_task_name(cell.coordinate)],
+                # its cell task is up to date (it only grades): no need to wait for it
+                "task_dep": ["plan"],
                 "uptodate": [session.actions[cell.cell_id] != "regrade" and not always],
             }
 
@@ -251,7 +265,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
             "actions": [(guarded, [collect, _progress(info)])],
             # cell tasks only submit (and write `running`); one task waits for them all,
             # so a thousand cells in flight need no thousand local threads
-            "task_dep": own_tasks,
+            "task_dep": [CELLS_GROUP],
             "uptodate": [False],
         }
 
@@ -275,7 +289,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
             ],
             # after every cell task and every regrade (doit -n runs tasks as soon as
             # their own dependencies are done)
-            "task_dep": ["plan", "grade", *own_tasks, *(["collect"] if cluster else [])],
+            "task_dep": ["plan", "grade", CELLS_GROUP, *(["collect"] if cluster else [])],
             "uptodate": [False],
         }
 
@@ -289,7 +303,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     generators = {
         "DOIT_CONFIG": config,
         "task_plan": task_plan,
-        "task_cells": task_cells,
+        "task_cell": task_cell,
         "task_grade": task_grade,
         "task_summary": task_summary,
     }

@@ -250,3 +250,24 @@ def test_doit_list_shows_a_task_per_cell(project: Project) -> None:
         "cell:b:agent:2",
     ]
     assert not project.out.exists()  # listing writes nothing
+
+
+def test_doit_targets_plan_one_cell_or_the_summary(project: Project) -> None:
+    project.write_manifest(
+        [{"id": "a", "prompt": "answer: 1"}, {"id": "b", "prompt": "answer: 2"}], trials=2
+    )
+    planned = project.doit("plan")
+    assert planned.returncode == 3, planned.stderr  # nothing has run yet
+    assert (project.out / "plan.json").exists()
+    assert project.launches() == 0
+    one = project.doit("cell:b:agent:2")
+    assert one.returncode == 3, one.stderr
+    assert project.launches() == 1
+    assert set(project.receipts()) == {"b:agent:2"}
+    everything = project.doit("summary")  # needs every cell first
+    assert everything.returncode == 0, everything.stderr
+    assert project.launches() == 4
+    assert project.summary()["counts"]["unscored"] == 4
+    again = project.doit("-n", "2")
+    assert again.returncode == 0, again.stderr
+    assert project.launches() == 4
