@@ -41,7 +41,7 @@ def main() -> None:
     assert code == 3 and (out / "plan.json").exists(), code
     size = (out / "plan.json").stat().st_size / 1e6
     emit(
-        "doit plan (parse, validate, expand, load one doit task per cell, write plan.json)",
+        "doit plan (parse, validate, expand, write plan.json; no cell tasks are built)",
         wall,
         "s",
         f"plan.json {size:.0f} MB",
