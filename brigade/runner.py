@@ -82,6 +82,8 @@ def bring_up_to_date(
     if action in ("skip", "regrade"):
         return action
     crashed = recorded.state == "running"
+    if crashed:
+        _remove_crash_leftovers(ctx.out, cell.cell_id, recorded.attempt)
     started_at = recorded.receipt["started_at"] if crashed and recorded.receipt else proc.utc_now()
     attempt = store.new_attempt(ctx.out, cell.cell_id, recorded.attempt)
     store.write_receipt(ctx.out, running_receipt(ctx, cell, attempt, started_at))
@@ -274,6 +276,16 @@ def execute_seat(
     finally:
         if tree is not None:
             worktree.remove(tree)
+
+
+def _remove_crash_leftovers(out: Path, cell_id: str, attempt: int | None) -> None:
+    """Temp files of writes the crash interrupted: in the cell's folder and its last attempt's."""
+    base = store.cell_dir(out, cell_id)
+    store.remove_stale_temps(base)
+    if attempt is not None:
+        folder = base / store.ATTEMPTS_DIR / store.attempt_name(attempt)
+        store.remove_stale_temps(folder)
+        store.remove_stale_temps(folder / store.RUN_DIR)
 
 
 def _worktree_repo(workspace: Path, head: str | None) -> worktree.Repo:

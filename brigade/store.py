@@ -108,6 +108,31 @@ def atomic_write_bytes(
         _fsync_dir(path.parent)
 
 
+def remove_stale_temps(folder: Path) -> int:
+    """Delete the temp files an interrupted atomic write left in `folder` (`.<name>.*.tmp`).
+
+    Only for folders no other writer is using: the caller holds the run's lock
+    and nothing else of this run writes there at the time. Returns how many went.
+    """
+    removed = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if (
+                    entry.name.startswith(".")
+                    and entry.name.endswith(".tmp")
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    try:
+                        os.unlink(entry.path)
+                        removed += 1
+                    except FileNotFoundError:
+                        pass
+    except OSError:
+        pass
+    return removed
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -105,6 +105,9 @@ def finalize(
     `untouched`: no cell ran and no receipt changed since the last run, so a
     summary.json written for this plan still holds; only the leak checks run.
     """
+    # every other task of this run is done: temp files left in the top folder by an
+    # interrupted earlier run (summary, indexes, plan) are nobody's now
+    store.remove_stale_temps(out)
     receipts = current_receipts(out, plan, known)
     key = summary_key(plan_key)
     same = untouched and summary_current(out, key)

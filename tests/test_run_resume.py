@@ -222,3 +222,31 @@ def test_plan_index_keeps_cell_ids_but_is_never_trusted_blindly(project: Project
     assert project.doit().returncode == 3
     assert project.launches() == 5
     assert json.loads(index_path.read_text())["ids"][0][0] == plan["cells"][0]["cell_id"]
+
+
+def test_temp_files_of_interrupted_writes_are_cleaned_up(project: Project) -> None:
+    project.write_manifest([{"id": "c", "prompt": "answer: x"}, {"id": "d", "prompt": "answer: y"}])
+    assert project.doit().returncode == 0
+    # as a kill -9 in the middle of atomic writes would leave them
+    crashed = project.cell_dir("c:agent:1")
+    receipt = json.loads((crashed / "cell.json").read_text())
+    receipt["state"] = "running"
+    (crashed / "cell.json").write_text(json.dumps(receipt))
+    attempt = crashed / "attempts" / "attempt-001"
+    leftovers = [
+        crashed / ".cell.json.k2j3h.tmp",
+        attempt / ".run.json.a8d7.tmp",
+        attempt / "run" / ".final.txt.zz1.tmp",
+        project.out / ".summary.json.q9w8.tmp",
+        project.out / ".receipt-index.json.x1.tmp",
+    ]
+    for path in leftovers:
+        path.write_text("half")
+    kept = [project.out / "notes.tmp", project.cell_dir("d:agent:1") / ".cell.json.p0.tmp"]
+    for path in kept:
+        path.write_text("not ours to remove")
+    assert project.doit().returncode == 0
+    assert project.receipt("c:agent:1")["attempt"] == 2
+    assert [p for p in leftovers if p.exists()] == []
+    # only the crashed cell's folders and the top folder are swept
+    assert all(p.exists() for p in kept)
