@@ -176,14 +176,22 @@ CACHE_KEEP_SECONDS = 30 * 24 * 3600
 
 
 def _remember(entry: Path, doc: Any) -> None:
+    write_cache_entry(entry, json.dumps(doc, separators=(",", ":")).encode("utf-8"))
+
+
+def write_cache_entry(entry: Path, data: bytes) -> None:
+    """Write one file of the cache folder atomically, then drop the folder's stale entries.
+
+    A cache that cannot be written only costs time: errors are swallowed.
+    """
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(doc, handle, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(tmp, entry)
     except OSError:
-        return  # a cache that cannot be written only costs time
+        return
     prune(entry.parent, CACHE_KEEP_SECONDS)
 
 

@@ -60,14 +60,6 @@ def _stamp(receipt: Mapping[str, Any]) -> str:
     return f"{receipt.get('attempt')}|{receipt.get('state')}|{receipt.get('graded_at')}"
 
 
-def _file_stat(path: Path | str) -> list[int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return [info.st_size, info.st_mtime_ns]
-
-
 class _State:
     """What the last export wrote and checked, so an unchanged cell costs one stat.
 
@@ -84,10 +76,10 @@ class _State:
 
     def unchanged(self, relative: str, path: Path | str, stamp: str) -> bool:
         entry = self.files.get(relative)
-        return entry is not None and entry[2] == stamp and entry[:2] == _file_stat(path)
+        return entry is not None and entry[2] == stamp and entry[:2] == store.stat_key(path)
 
     def record(self, relative: str, path: Path, stamp: str) -> None:
-        stat = _file_stat(path)
+        stat = store.stat_key(path)
         if stat is not None:
             self.files[relative] = [*stat, stamp]
 
@@ -124,6 +116,7 @@ def export(
     workspace: Path | None = None,
     receipts: Mapping[str, Mapping[str, Any] | None] | None = None,
     summary_unchanged: bool = False,
+    secrets: Secrets | None = None,
 ) -> ExportResult:
     """Write the projection of the current plan's results to `dest` and check it for leaks.
 
@@ -133,13 +126,13 @@ def export(
     """
     out = out.absolute()
     dest = (dest or out / store.EXPORT_DIR).absolute()
-    secrets = secrets_for(out, plan, workspace)
+    secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     state = _State(out, dest, _projection_key(out, secrets))
     receipts = receipts if receipts is not None else current_receipts(out, plan)
     written: dict[str, str] = {}  # relative name -> stamp
-    plan_stat = _file_stat(out / store.PLAN_FILE)
+    plan_stat = store.stat_key(out / store.PLAN_FILE)
     recorded = state.files.get(store.SUMMARY_FILE)
-    if summary_unchanged and recorded and recorded[:2] == _file_stat(dest / store.SUMMARY_FILE):
+    if summary_unchanged and recorded and recorded[:2] == store.stat_key(dest / store.SUMMARY_FILE):
         summary_stamp = str(recorded[2])  # exported from this very summary, untouched since
         summary = None
     else:
@@ -225,7 +218,7 @@ def _check_changed(
                 continue
             found = check_file(path, f"{dest.name}/{relative}", secrets)
             leaks.extend(found)
-            stat = _file_stat(path)
+            stat = store.stat_key(path)
             if not found and stat is not None:
                 fresh[relative] = [*stat, stamp]
     state.files = fresh

@@ -117,17 +117,3 @@ class TrialHasher:
             )
             for trial in range(1, trials + 1)
         ]
-
-
-def trial_digests(
-    *,
-    case_id: str,
-    prompt: str,
-    seat: dict[str, Any],
-    graders: list[dict[str, Any]],
-    execution_mode: str,
-    trials: int,
-) -> list[tuple[int, str, str]]:
-    """(trial, cell_id, run_key) for trials 1..N of one case on one seat."""
-    hasher = TrialHasher(seat, execution_mode)
-    return hasher.digests(case_id, prompt, canonical_json(graders), trials)

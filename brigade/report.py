@@ -276,16 +276,16 @@ class _Checked:
     def current(self, path: Path, inputs: str) -> bool:
         """The file was written from these inputs, found clean, and is untouched since."""
         entry = self._entry(path)
-        return entry.get("inputs") == inputs and entry.get("stat") == _file_stat(path)
+        return entry.get("inputs") == inputs and entry.get("stat") == store.stat_key(path)
 
     def clean(self, path: Path, digest: str) -> bool:
         """The file holds exactly this content, found clean before."""
         entry = self._entry(path)
-        return entry.get("digest") == digest and entry.get("stat") == _file_stat(path)
+        return entry.get("digest") == digest and entry.get("stat") == store.stat_key(path)
 
     def record(self, path: Path, digest: str | None, inputs: str | None) -> None:
         """Remember a clean file (digest) or forget one that leaked (None)."""
-        entry = {"digest": digest, "stat": _file_stat(path), "inputs": inputs}
+        entry = {"digest": digest, "stat": store.stat_key(path), "inputs": inputs}
         if digest is None:
             self.changed |= self.files.pop(str(path), None) is not None
         elif self.files.get(str(path)) != entry:
@@ -299,23 +299,18 @@ class _Checked:
             store.atomic_write_bytes(self.path, data, durable=False)
 
 
-def untouched(out: Path, plan: Plan, workspace: Path | None = None) -> bool:
+def untouched(
+    out: Path, plan: Plan, workspace: Path | None = None, secrets: Secrets | None = None
+) -> bool:
     """The report files are exactly as the last run wrote and checked them (any inputs)."""
     out = out.absolute()
-    checked = _Checked(out, secrets_for(out, plan, workspace).digest)
+    secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
+    checked = _Checked(out, secrets.digest)
     folder = out / REPORT_DIR
     return all(
-        checked._entry(path).get("stat") == _file_stat(path) is not None
+        checked._entry(path).get("stat") == store.stat_key(path) is not None
         for path in (folder / JUNIT_FILE, folder / HTML_FILE)
     )
-
-
-def _file_stat(path: Path) -> list[int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return [info.st_size, info.st_mtime_ns]
 
 
 def _inputs_key(
@@ -344,10 +339,11 @@ def write_report(
     summary: Mapping[str, Any],
     *,
     workspace: Path | None = None,
+    secrets: Secrets | None = None,
 ) -> ReportResult:
     """Write <out>/report/junit.xml and <out>/report/index.html and check them for leaks."""
     out = out.absolute()
-    secrets = secrets_for(out, plan, workspace)
+    secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     folder = out / REPORT_DIR
     junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
     checked = _Checked(out, secrets.digest)

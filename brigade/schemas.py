@@ -6,16 +6,14 @@ import hashlib
 import importlib.util
 import json
 import marshal
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brigade.documents import CACHE_KEEP_SECONDS, cache_dir, prune
+from brigade.documents import cache_dir, write_cache_entry
 from brigade.errors import InputError
 
 if TYPE_CHECKING:  # jsonschema is imported when a document is first validated
@@ -146,15 +144,7 @@ def _compiled(tag: str) -> Callable[[Any], Any]:
         code = marshal.loads(path.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         code = compile(fastjsonschema.compile_to_code(definition), f"<{tag} validator>", "exec")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(marshal.dumps(code))
-            os.replace(tmp, path)
-            prune(path.parent, CACHE_KEEP_SECONDS)  # checks of older schema versions
-        except OSError:
-            pass  # a cache that cannot be written only costs time
+        write_cache_entry(path, marshal.dumps(code))
     namespace: dict[str, Any] = {}
     exec(code, namespace)  # noqa: S102 - code generated from our own schema files
     validate: Callable[[Any], Any] = namespace["validate"]

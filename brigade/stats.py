@@ -28,14 +28,14 @@ def describe(values: Iterable[float], *, keep_values: bool = True) -> dict[str, 
     return {
         **head,
         "count": len(numbers),
-        "mean": _round(statistics.fmean(numbers)),
-        "median": _round(statistics.median(numbers)),
+        "mean": stable_round(statistics.fmean(numbers)),
+        "median": stable_round(statistics.median(numbers)),
         "min": min(numbers),
         "max": max(numbers),
-        "stdev": _round(statistics.pstdev(numbers)),
+        "stdev": stable_round(statistics.pstdev(numbers)),
     }
 
 
-def _round(value: float) -> float:
-    # enough precision for scores and seconds; keeps summaries stable across runs
+def stable_round(value: float) -> float:
+    """Enough precision for scores and seconds; keeps summaries stable across runs."""
     return round(value, 9)

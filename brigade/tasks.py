@@ -19,7 +19,7 @@ from doit.exceptions import TaskFailed
 
 from brigade import store
 from brigade.errors import BrigadeError
-from brigade.export import export
+from brigade.export import export, secrets_for
 from brigade.plan import PLAN_SCHEMA, Plan
 from brigade.report import untouched as report_untouched
 from brigade.report import write_report
@@ -115,15 +115,21 @@ def finalize(
     if not same:
         summary = write_summary(out, plan, receipts)
         remember_summary(out, key, summary)
-    result = export(out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same)
+    # one set of secrets (and one matcher over them) for the export and the report
+    secrets = secrets_for(out.absolute(), plan, workspace)
+    result = export(
+        out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same, secrets=secrets
+    )
     # report/junit.xml and report/index.html leave the output directory too: same check
     leaks = result.leaks
-    if not (same and report_untouched(out, plan, workspace)):
+    if not (same and report_untouched(out, plan, workspace, secrets)):
         if summary is None:
             summary = store.read_json(out / store.SUMMARY_FILE) or write_summary(
                 out, plan, receipts
             )
-        leaks += write_report(out, plan, receipts, summary, workspace=workspace).leaks
+        leaks += write_report(
+            out, plan, receipts, summary, workspace=workspace, secrets=secrets
+        ).leaks
     if leaks:
         listed = "; ".join(str(leak) for leak in leaks[:5])
         more = f" (and {len(leaks) - 5} more)" if len(leaks) > 5 else ""

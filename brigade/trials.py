@@ -33,17 +33,13 @@ from statistics import NormalDist, fmean, stdev
 from typing import Any, Literal
 
 from brigade.outcome import is_measurement_failure, is_real_failure
+from brigade.stats import stable_round
 
 CONFIDENCE = 0.95
 TrialKind = Literal[
     "accepted", "failed", "unscored", "adapter_error", "grader_error", "timeout", "unfinished"
 ]
 MEASUREMENT_KINDS: tuple[str, ...] = ("adapter_error", "grader_error", "timeout")
-
-
-def _round(value: float) -> float:
-    # like brigade.stats: stable summaries across runs
-    return round(value, 9)
 
 
 @cache
@@ -229,11 +225,11 @@ class Tally:
 
 
 def _interval(pair: tuple[float, float] | None) -> list[float] | None:
-    return [_round(pair[0]), _round(pair[1])] if pair is not None else None
+    return [stable_round(pair[0]), stable_round(pair[1])] if pair is not None else None
 
 
 def _maybe(value: float | None) -> float | None:
-    return _round(value) if value is not None else None
+    return stable_round(value) if value is not None else None
 
 
 def _base(tally: Tally) -> dict[str, Any]:
@@ -246,7 +242,7 @@ def _base(tally: Tally) -> dict[str, Any]:
         "unfinished": tally.count("unfinished"),
         "accepted_rate": _maybe(tally.rate),
         "interval": _interval(wilson_interval(tally.count("accepted"), tally.scored)),
-        "mean_score": _round(fmean(tally.scores)) if tally.scores else None,
+        "mean_score": stable_round(fmean(tally.scores)) if tally.scores else None,
     }
 
 
@@ -267,7 +263,7 @@ def _mean_estimate(
     values = [estimator(n, c, k) for n, c in scored]
     if not values or None in values:
         return None
-    return _round(fmean(v for v in values if v is not None))
+    return stable_round(fmean(v for v in values if v is not None))
 
 
 def seat_stats(tally: Tally, cases: Mapping[str, Tally]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from conftest import Project
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brigade.identity import cell_id, identity_payload, run_key, trial_digests
+from brigade.identity import TrialHasher, canonical_json, cell_id, identity_payload, run_key
 from brigade.tasks import FINISHED_TASK, SINGLE_TASKS_UP_TO
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -41,14 +41,8 @@ GRADERS = st.lists(
     mode=st.sampled_from(["read-only", "writable-worktree"]),
 )
 def test_trial_digests_equal_the_reference_hashing(case_id, prompt, seat, graders, trials, mode):
-    digests = trial_digests(
-        case_id=case_id,
-        prompt=prompt,
-        seat=seat,
-        graders=graders,
-        execution_mode=mode,
-        trials=trials,
-    )
+    hasher = TrialHasher(seat, mode)
+    digests = hasher.digests(case_id, prompt, canonical_json(graders), trials)
     for trial, digest, trial_run_key in digests:
         payload = identity_payload(
             case_id=case_id,

@@ -173,10 +173,15 @@ def _send(stream: Any, message: Mapping[str, Any]) -> None:
     stream.flush()
 
 
+def _echo(sink: Any, raw: bytes) -> None:
+    """Copy one line of the server's output to the transcript as it comes."""
+    sink.write(raw if raw.endswith(b"\n") else raw + b"\n")
+    sink.flush()
+
+
 def _copy(source: Any, sink: Any) -> None:
     for raw in source:
-        sink.write(raw if raw.endswith(b"\n") else raw + b"\n")
-        sink.flush()
+        _echo(sink, raw)
 
 
 def drive(argv: Sequence[str], doc: Mapping[str, Any], version: str) -> int:
@@ -189,8 +194,7 @@ def drive(argv: Sequence[str], doc: Mapping[str, Any], version: str) -> int:
         for message in session.start():
             _send(server.stdin, message)
         for raw in server.stdout:
-            out.write(raw if raw.endswith(b"\n") else raw + b"\n")
-            out.flush()
+            _echo(out, raw)
             try:
                 message = json.loads(raw)
             except ValueError:
