@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,54 @@ def brigade_command() -> list[str]:
     """The installed `brigade` console script beside this interpreter (else -m brigade.cli)."""
     script = Path(sys.executable).parent / "brigade"
     return [str(script)] if script.exists() else [sys.executable, "-m", "brigade.cli"]
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    """Poll until `predicate()` holds (AssertionError at the deadline)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"not reached in {timeout} s: {what or predicate}")
+
+
+def alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] != "Z"
+
+
+def git(cwd: Path, *args: str) -> str:
+    """git with a fixed identity; its stdout."""
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    ).stdout
+
+
+def git_workspace(project: Project) -> None:
+    """Make the project's workspace a git checkout with one commit."""
+    ws = project.workspace
+    git(ws, "init", "-q")
+    (ws / "src").mkdir()
+    (ws / "src" / "app.py").write_text("print('v1')\n")
+    (ws / "README").write_text("readme\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "init")
 
 
 class Project:
@@ -116,9 +166,9 @@ class Project:
             cwd=self.workspace,
         )
 
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        """`brigade run` with this project's inputs."""
-        return self.brigade(
+    def run_args(self, *args: str) -> list[str]:
+        """The arguments of `brigade run` with this project's inputs."""
+        return [
             "run",
             str(self.manifest),
             "--roster",
@@ -128,8 +178,11 @@ class Project:
             "--workspace",
             str(self.workspace),
             *args,
-            **env,
-        )
+        ]
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """`brigade run` with this project's inputs."""
+        return self.brigade(*self.run_args(*args), **env)
 
     # -- results --------------------------------------------------------------
 

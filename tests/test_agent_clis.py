@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 from agents.cli_outputs import SAMPLES
 from agents.fake_cli import BINARIES, SCENARIOS, TRUST_REFUSALS, install
-from conftest import Project
-from test_protections import git_workspace
-from test_reliability import alive
+from conftest import Project, alive, git_workspace
 
 from brigade.adapters import SeatRequest, adapter_for
 from brigade.adapters.agents import READ_ONLY_NOTICE

@@ -156,10 +156,9 @@ def dask_run(project: Project, cluster: Cluster, *args: str) -> subprocess.Compl
 
 def run_popen(project: Project, cluster: Cluster, *args: str) -> subprocess.Popen[str]:
     argv = [
-        *brigade_command(), "run", str(project.manifest), "--roster", str(project.roster),
-        "--out", str(project.out), "--workspace", str(project.workspace),
-        "--executor", "dask", "--scheduler", cluster.address, *args,
-    ]  # fmt: skip
+        *brigade_command(),
+        *project.run_args("--executor", "dask", "--scheduler", cluster.address, *args),
+    ]
     return subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=project.env()
     )

@@ -10,24 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAKE_CLI, Project, brigade_command
-
-
-def wait_for(predicate, timeout: float = 30.0) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except OSError:
-        return False
-    return state != "Z"
+from conftest import FAKE_CLI, Project, alive, brigade_command, git, git_workspace, wait_for
 
 
 def running_cells(project: Project) -> int:
@@ -48,18 +31,7 @@ def test_second_run_on_the_same_output_is_refused(project: Project, tmp_path: Pa
         assert via_cli.returncode == 2
         assert f"pid {first.pid}" in via_cli.stderr
         waiting = subprocess.Popen(
-            [
-                *brigade_command(),
-                "run",
-                str(project.manifest),
-                "--roster",
-                str(project.roster),
-                "--out",
-                str(project.out),
-                "--workspace",
-                str(project.workspace),
-                "--wait",
-            ],
+            [*brigade_command(), *project.run_args("--wait")],
             env=project.env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -175,33 +147,6 @@ def test_export_leak_check_fails_the_build(project: Project, planted: str, kind:
     leak.unlink()
     assert project.doit().returncode == 0
     assert project.brigade("export", str(project.out)).returncode == 0
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@t",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@t",
-        },
-    ).stdout
-
-
-def git_workspace(project: Project) -> None:
-    ws = project.workspace
-    git(ws, "init", "-q")
-    (ws / "src").mkdir()
-    (ws / "src" / "app.py").write_text("print('v1')\n")
-    (ws / "README").write_text("readme\n")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-qm", "init")
 
 
 def test_writable_worktree_runs_grade_the_real_changes(project: Project) -> None:

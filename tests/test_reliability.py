@@ -17,15 +17,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import DODO, FAKE_CLI, REPO, Project, brigade_command
+from conftest import DODO, FAKE_CLI, REPO, Project, alive, brigade_command, wait_for
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
@@ -40,25 +38,6 @@ CELL_ID = "^[0-9a-f]{64}$"
 # ---------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    """Poll until `predicate()` holds (AssertionError at the deadline)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"not reached in {timeout} s: {what or predicate}")
-
-
-def alive(pid: int) -> bool:
-    """Whether a process exists and is not a zombie."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    return fields[0] != "Z"
 
 
 def is_fake_agent(pid: int) -> bool:
@@ -113,18 +92,7 @@ def start_doit(
 def start_brigade_run(project: Project, *args: str, **env: str) -> subprocess.Popen[str]:
     """`brigade run` in its own session."""
     return subprocess.Popen(
-        [
-            *brigade_command(),
-            "run",
-            str(project.manifest),
-            "--roster",
-            str(project.roster),
-            "--out",
-            str(project.out),
-            "--workspace",
-            str(project.workspace),
-            *args,
-        ],
+        [*brigade_command(), *project.run_args(*args)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
