@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from brigade import __version__, lock, store
+from brigade import __version__, lock, proc, store
 from brigade.errors import BrigadeError, InputError
 from brigade.export import export
 from brigade.outcome import COUNT_KEYS, EXIT_MEASUREMENT
@@ -438,5 +438,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def console() -> NoReturn:
+    """The `brigade` console script: `main`, then the process ends at once (proc.end_process)."""
+    proc.end_process(main())
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console()

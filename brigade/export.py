@@ -63,7 +63,9 @@ def _stamp(receipt: Mapping[str, Any]) -> str:
 class _State:
     """What the last export wrote and checked, so an unchanged cell costs one stat.
 
-    Kept beside the output directory's other bookkeeping, not in the export.
+    `files` maps a file's name relative to the export to [size, mtime_ns, stamp]
+    as last checked. Kept beside the output directory's other bookkeeping, not
+    in the export.
     """
 
     def __init__(self, out: Path, dest: Path, key: str) -> None:
@@ -73,15 +75,31 @@ class _State:
         valid = isinstance(previous, dict) and previous.get("key") == key
         files = previous.get("files") if valid and isinstance(previous, dict) else None
         self.files: dict[str, list[Any]] = files if isinstance(files, dict) else {}
+        self.changed = False
 
     def unchanged(self, relative: str, path: Path | str, stamp: str) -> bool:
+        """The file was checked with this stamp and has not been touched since."""
         entry = self.files.get(relative)
-        return entry is not None and entry[2] == stamp and entry[:2] == store.stat_key(path)
+        if entry is None or entry[2] != stamp:
+            return False
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        return bool(entry[0] == info.st_size and entry[1] == info.st_mtime_ns)
 
-    def record(self, relative: str, path: Path, stamp: str) -> None:
+    def record(self, relative: str, path: Path | str, stamp: str) -> None:
+        """The file was just checked (or written) with this stamp."""
         stat = store.stat_key(path)
         if stat is not None:
             self.files[relative] = [*stat, stamp]
+        else:
+            self.files.pop(relative, None)
+        self.changed = True
+
+    def forget(self, relative: str) -> None:
+        if self.files.pop(relative, None) is not None:
+            self.changed = True
 
     def save(self) -> None:
         store.atomic_write_bytes(
@@ -152,47 +170,39 @@ def export(
         # Its stamp ignores generated_at: unchanged results are not exported again.
         (store.SUMMARY_FILE, None, lambda: summary, project_summary, summary_stamp),
     ]
+    verified: set[str] = set()  # unchanged since an earlier export checked them
     for name, tag, load, project, stamp in sources:
         target = dest / name
         if state.unchanged(name, target, stamp):
             written[name] = stamp
+            verified.add(name)
             continue
         doc = load()
         if isinstance(doc, dict):
             # plan and summary grow with the plan: compact, validated by sample
             _write(target, project(doc, secrets), tag, compact=True)
             written[name] = stamp
-    cells_dest = dest / store.CELLS_DIR
-    cells_text = str(cells_dest)
+    cells_text = f"{dest}/{store.CELLS_DIR}"
     out_text = str(out)
-    verified: set[str] = set()  # unchanged since an earlier export checked them
     for cell_id, receipt in receipts.items():
         if receipt is None:
             continue
         name = f"{store.CELLS_DIR}/{cell_id}.json"
         stamp = _stamp(receipt)
+        written[name] = stamp
         cell_target = f"{cells_text}/{cell_id}.json"
         if state.unchanged(name, cell_target, stamp):
             verified.add(name)
-        else:
-            # a slim view from the receipt index lacks what is exported: read the whole receipt
-            full = (
-                receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
-            )
-            if full is None:
-                continue
-            _write(Path(cell_target), project_receipt(full, out_text, secrets), CELL_SCHEMA)
-            state.files.pop(name, None)  # written again: check it again
-        written[name] = stamp
-    # the export mirrors the current plan: projected receipts of other cells go
-    if cells_dest.is_dir():
-        for entry in os.scandir(cells_dest):
-            if entry.name.endswith(".json") and f"{store.CELLS_DIR}/{entry.name}" not in written:
-                if entry.is_file(follow_symlinks=False):
-                    os.unlink(entry.path)
-    before = dict(state.files)
+            continue
+        # a slim view from the receipt index lacks what is exported: read the whole receipt
+        full = receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
+        if full is None:
+            del written[name]
+            continue
+        _write(Path(cell_target), project_receipt(full, out_text, secrets), CELL_SCHEMA)
+        state.forget(name)  # written again: check it again
     leaks = _check_changed(dest, secrets, state, written, verified)
-    if not leaks and state.files != before:
+    if not leaks and state.changed:
         state.save()
     return ExportResult(dest=dest, files=len(written), leaks=tuple(leaks))
 
@@ -200,28 +210,38 @@ def export(
 def _check_changed(
     dest: Path, secrets: Secrets, state: _State, written: dict[str, str], verified: set[str]
 ) -> list[Leak]:
-    """Check every file in dest that was not checked, unchanged, by an earlier export."""
+    """Check every file in dest that was not checked, unchanged, by an earlier export.
+
+    The export mirrors the current plan: projected receipts of other cells go.
+    """
     leaks: list[Leak] = []
-    fresh: dict[str, list[Any]] = {}
     base = str(dest)
+    listed: set[str] = set()
     for root, _, names in os.walk(base):
         folder = os.path.relpath(root, base)
+        prefix = "" if folder == "." else f"{folder}/"
         for name in names:
-            relative = name if folder == "." else f"{folder}/{name}"
+            relative = prefix + name
+            listed.add(relative)
             if relative in verified:
-                fresh[relative] = state.files[relative]
                 continue
-            path = Path(root) / name
+            path = os.path.join(root, name)
+            if folder == store.CELLS_DIR and name.endswith(".json") and relative not in written:
+                if not os.path.islink(path) and os.path.isfile(path):
+                    os.unlink(path)
+                    listed.discard(relative)
+                    continue
             stamp = written.get(relative, "unknown")
             if state.unchanged(relative, path, stamp):
-                fresh[relative] = state.files[relative]
                 continue
-            found = check_file(path, f"{dest.name}/{relative}", secrets)
+            found = check_file(Path(path), f"{dest.name}/{relative}", secrets)
             leaks.extend(found)
-            stat = store.stat_key(path)
-            if not found and stat is not None:
-                fresh[relative] = [*stat, stamp]
-    state.files = fresh
+            if found:
+                state.forget(relative)
+            else:
+                state.record(relative, path, stamp)
+    for relative in [name for name in state.files if name not in listed]:
+        state.forget(relative)  # gone from the export
     return sorted(leaks, key=str)
 
 

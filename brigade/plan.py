@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from brigade.errors import InputError
 from brigade.identity import (
@@ -20,9 +20,8 @@ from brigade.roster import Roster, SeatSpec
 PLAN_SCHEMA = "brigade.eval_plan.v1"
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One cell of the plan."""
+class Cell(NamedTuple):
+    """One cell of the plan (a named tuple: a plan of 100,000 cells builds fast)."""
 
     cell_id: str
     coordinate: str

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 TERM_GRACE_SECONDS = 3.0
 
@@ -317,3 +318,19 @@ def capture(
     """Like capture_bytes, with stdout decoded as UTF-8."""
     code, out, err = capture_bytes(argv, cwd=cwd, timeout=timeout)
     return code, out.decode("utf-8", "replace"), err
+
+
+def end_process(code: int) -> NoReturn:
+    """End brigade's own process with `code` once its output is flushed.
+
+    Called when everything is written (receipts, summary, indexes, doit's DB)
+    and the run lock is released. A run over many cells holds them all in
+    memory; freeing them one by one on the way out costs more than a no-op
+    resume's own work, and nothing is left for it to do.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken pipe: nothing left to say
+            pass
+    os._exit(code)

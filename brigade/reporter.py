@@ -31,16 +31,21 @@ class RunInfo:
 
     out: Path
     plan: Plan
-    cell_tasks: dict[str, str]  # doit task name -> cell_id
-    loaded_states: dict[str, str | None]  # cell_id -> state recorded at load time
+    total: int  # cells in the plan
     wait: bool
     notes: list[str] = field(default_factory=list)
-    collected: dict[str, str | None] = field(default_factory=dict)  # finished, no own task
+    # cells with a task of their own: doit task name -> cell_id, cell_id -> recorded state
+    cell_tasks: dict[str, str] = field(default_factory=dict)
+    loaded_states: dict[str, str | None] = field(default_factory=dict)
+    # finished cells sharing one task: how many of each recorded state
+    collected: Counter[str] = field(default_factory=Counter)
     # called before anything is written (the dask executor connects); BrigadeError refuses
     start: Callable[[], None] | None = None
     # set by the reporter: counts a cell recorded outside its own task (the collect task)
     count: Callable[[str | None], None] | None = None
     exit_code: int | None = None
+    # `doit` itself: the process ends right after the run (the CLI still has work to do)
+    end_process: bool = False
 
 
 def plan_bucket(out: Path, plan: Plan) -> int:
@@ -85,9 +90,8 @@ def make_reporter(info: RunInfo) -> type:
                 signal.signal(signum, self._on_signal)
             for note in info.notes:
                 self.err.write(f"brigade: {note}\n")
-            for state in info.collected.values():
-                self.finished += 1
-                self.done[state or "missing"] += 1
+            self.finished += sum(info.collected.values())
+            self.done.update(info.collected)
             self._progress()
 
         def get_status(self, task: Any) -> None:
@@ -107,7 +111,7 @@ def make_reporter(info: RunInfo) -> type:
 
         def skip_uptodate(self, task: Any) -> None:
             cell_id = info.cell_tasks.get(task.name)
-            if cell_id is not None and cell_id not in info.collected:
+            if cell_id is not None:
                 self._count(info.loaded_states.get(cell_id))
 
         def skip_ignore(self, task: Any) -> None:
@@ -143,6 +147,8 @@ def make_reporter(info: RunInfo) -> type:
             info.exit_code = code
             if self.locked:
                 lock.release(info.out)
+            if info.end_process and self.interrupted is None:
+                proc.end_process(code)
             raise SystemExit(code)
 
         # -- helpers -------------------------------------------------------------
@@ -160,7 +166,7 @@ def make_reporter(info: RunInfo) -> type:
         def _progress(self) -> None:
             if not self.tty:
                 return
-            total = len(info.cell_tasks)
+            total = info.total
             states = " · ".join(f"{k} {v}" for k, v in sorted(self.done.items()))
             self.err.write(f"\r\x1b[K[{self.finished}/{total}] {states}")
             self.err.flush()

@@ -6,9 +6,12 @@ hand it to `tasks`, so they run the same tasks through the same code.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -248,8 +251,31 @@ def resolve_executor(options: Options, roster: Roster) -> ExecutorSpec:
 _SCHEDULER_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 
 
+@contextlib.contextmanager
+def _long_lived() -> Iterator[None]:
+    """Build what lives for the whole run without the garbage collector.
+
+    Loading a big plan allocates hundreds of thousands of small containers,
+    none of them garbage; each collection on the way would traverse them all
+    again. They are then frozen: later collections skip them.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None = None) -> Session:
     """Load (unless `inputs` are given), plan, scan the output directory; decide every cell."""
+    with _long_lived():
+        return _open_session(options, inputs)
+
+
+def _open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None) -> Session:
     manifest, roster, label = inputs or load_inputs(options.manifest, options.roster)
     executor = resolve_executor(options, roster)
     workspace = _workspace(options)
@@ -302,26 +328,34 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
 
 
 def scan(session: Session) -> None:
-    """Read every current cell's receipt and decide what bringing it up to date needs."""
+    """Read every current cell's receipt and decide what bringing it up to date needs.
+
+    Runs over every cell on every resume: a finished cell costs one stat of its
+    cell.json and one of its final.txt (see output_intact), nothing more.
+    """
     out, retry = session.out, session.options.retry_transient
     needs_run = []
     present = store.existing_cells(out)
     loaded = store.read_json(out / store.RECEIPT_INDEX) if present else None
     index = loaded if isinstance(loaded, dict) else {}
+    recorded, actions = session.recorded, session.actions
+    rebuilt_any = False
     for cell in session.plan.cells:
-        if cell.cell_id in present:
-            recorded, rebuilt = store.read_receipt_indexed(out, cell.cell_id, index)
-            session.receipt_index_changed |= rebuilt
+        cell_id = cell.cell_id
+        if cell_id in present:
+            seen, rebuilt = store.read_receipt_indexed(out, cell_id, index)
+            rebuilt_any |= rebuilt
         else:
-            recorded = store.UNSEEN
-        session.recorded[cell.cell_id] = recorded
-        action = decide(recorded.receipt, retry_transient=retry, reusable=False)
-        if action == "skip" and not output_intact(session, recorded.receipt):
+            seen = store.UNSEEN
+        recorded[cell_id] = seen
+        action = decide(seen.receipt, retry_transient=retry, reusable=False)
+        if action == "skip" and not output_intact(session, cell_id, seen.receipt):
             action = "regrade"  # its grade task verifies the output and refuses it
-        session.actions[cell.cell_id] = action
+        actions[cell_id] = action
         if action == "run":
             needs_run.append(cell)
     session.receipt_index = index
+    session.receipt_index_changed |= rebuilt_any
     if not needs_run:
         return
     sources = reuse_index(out, {c.cell_id for c in session.plan.cells}, retry)
@@ -339,28 +373,45 @@ def scan(session: Session) -> None:
 GRADED = frozenset({"accepted", "rejected", "unscored"})
 
 
-def output_intact(session: Session, receipt: Mapping[str, Any] | None) -> bool:
+def output_intact(session: Session, cell_id: str, receipt: Mapping[str, Any] | None) -> bool:
     """Whether a graded cell's run/final.txt still has the recorded output_digest.
 
     A file's digest is computed once; afterwards an unchanged stat (size,
     mtime) vouches for it, so a no-op resume costs one stat per cell.
     """
-    if receipt is None or receipt["state"] not in GRADED or not receipt.get("output_digest"):
+    if receipt is None or receipt.get("state") not in GRADED:
         return True
+    expected, attempt = receipt.get("output_digest"), receipt.get("attempt")
+    if not expected:
+        return True
+    if type(attempt) is not int:
+        return False
     if session.output_index is None:
         loaded = store.read_json(session.out / store.OUTPUT_INDEX)
         session.output_index = loaded if isinstance(loaded, dict) else {}
-    cell_id = receipt["cell_id"]
     # a string path: building 10,000 Paths costs more than the stats themselves
-    final = f"{session.out}/{store.CELLS_DIR}/{cell_id}/{store.ATTEMPTS_DIR}/"
-    final += f"{store.attempt_name(receipt['attempt'])}/{store.RUN_DIR}/final.txt"
-    stat = store.stat_key(final)
-    if stat is not None and session.output_index.get(cell_id) == stat:
-        return True
-    if store.file_digest(final) != receipt["output_digest"]:
+    final = (
+        f"{session.out}/{store.CELLS_DIR}/{cell_id}/{store.ATTEMPTS_DIR}/"
+        f"{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
+    )
+    try:
+        info = os.stat(final)
+    except OSError:
+        info = None
+    if info is not None:
+        recorded = session.output_index.get(cell_id)
+        if (
+            type(recorded) is list
+            and len(recorded) == 2
+            and recorded[0] == info.st_size
+            and recorded[1] == info.st_mtime_ns
+        ):
+            return True
+    if store.file_digest(final) != expected:
         return False
-    session.output_index[cell_id] = stat
-    session.output_index_changed = True
+    if info is not None:
+        session.output_index[cell_id] = [info.st_size, info.st_mtime_ns]
+        session.output_index_changed = True
     return True
 
 

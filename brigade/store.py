@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from brigade import schemas
 from brigade.identity import CELL_SCHEMA, digest
@@ -296,13 +296,16 @@ class SlimReceipt(Mapping[str, Any]):
     @classmethod
     def from_json(cls, data: Any) -> SlimReceipt | None:
         """From the receipt index's [values, graders] form; None when malformed."""
-        if not (isinstance(data, list) and len(data) == 2 and len(data[0]) == len(SLIM_KEYS)):
+        if type(data) is not list or len(data) != 2:
             return None
-        state = data[0][1]
-        values = list(data[0])
-        if isinstance(state, str):
-            values[1] = sys.intern(state)
-        return cls(tuple(values), tuple((g[0], g[1]) for g in data[1]))
+        values, graders = data
+        if type(values) is not list or len(values) != len(SLIM_KEYS) or type(graders) is not list:
+            return None
+        if any(type(g) is not list or len(g) != 2 for g in graders):
+            return None
+        if type(values[1]) is str:
+            values[1] = sys.intern(values[1])
+        return cls(tuple(values), tuple(map(tuple, graders)))
 
     def to_json(self) -> list[Any]:
         """The receipt index's form."""
@@ -350,8 +353,7 @@ def slim_receipt(receipt: Mapping[str, Any]) -> SlimReceipt:
     return SlimReceipt.of(receipt)
 
 
-@dataclass(frozen=True)
-class Seen:
+class Seen(NamedTuple):
     """A cell's receipt as seen at load time: in full, or its slim view from the index."""
 
     receipt: Mapping[str, Any] | None
@@ -371,25 +373,35 @@ def read_receipt_indexed(out: Path, cell_id: str, index: dict[str, Any]) -> tupl
 
     Returns the record and whether the index entry was (re)built. The index is
     a cache of the output directory, never its truth: any change to cell.json
-    (size or mtime) sends the reader back to the file.
+    (size or mtime) sends the reader back to the file. (Run once per cell on
+    every resume: kept to one stat and no needless allocation.)
     """
     path = f"{out}/{CELLS_DIR}/{cell_id}/{RECEIPT_FILE}"
-    stat = stat_key(path)
+    try:
+        info = os.stat(path)
+    except OSError:
+        info = None
     entry = index.get(cell_id)
-    if stat is not None and isinstance(entry, list) and len(entry) == 3 and entry[0] == stat:
-        raw, attempt = entry[1], entry[2]
-        if raw is None:  # an untrusted receipt, as recorded
-            return Seen(None, attempt), False
-        slim = raw if isinstance(raw, SlimReceipt) else SlimReceipt.from_json(raw)
-        if slim is not None:
-            entry[1] = slim
-            return Seen(slim, attempt), False
+    if info is not None and type(entry) is list and len(entry) == 3:
+        recorded_stat, raw, attempt = entry
+        if (
+            type(recorded_stat) is list
+            and len(recorded_stat) == 2
+            and recorded_stat[0] == info.st_size
+            and recorded_stat[1] == info.st_mtime_ns
+        ):
+            if raw is None:  # an untrusted receipt, as recorded
+                return Seen(None, attempt), False
+            slim = raw if type(raw) is SlimReceipt else SlimReceipt.from_json(raw)
+            if slim is not None:
+                entry[1] = slim
+                return Seen(slim, attempt), False
     recorded = recorded_from(read_json(Path(path)), cell_id)
     slim = slim_receipt(recorded.receipt) if recorded.receipt is not None else None
-    if stat is None:
+    if info is None:
         index.pop(cell_id, None)
     else:
-        index[cell_id] = [stat, slim, recorded.attempt]
+        index[cell_id] = [[info.st_size, info.st_mtime_ns], slim, recorded.attempt]
     return Seen(slim, recorded.attempt), True
 
 

@@ -20,7 +20,7 @@ from doit.exceptions import TaskFailed
 from brigade import store
 from brigade.errors import BrigadeError
 from brigade.export import export, secrets_for
-from brigade.plan import PLAN_SCHEMA, Plan
+from brigade.plan import PLAN_SCHEMA, Cell, Plan
 from brigade.report import untouched as report_untouched
 from brigade.report import write_report
 from brigade.reporter import REFUSED, RunInfo, make_reporter
@@ -44,11 +44,7 @@ FINISHED_TASK = "cell:finished"
 CELLS_GROUP = "cell"  # the delayed creator of the cell tasks, and a task needing them all
 
 
-def _states_line(session: Session, cell_ids: set[str]) -> str:
-    counts: dict[str, int] = {}
-    for cell_id in cell_ids:
-        state = session.recorded[cell_id].state or "missing"
-        counts[state] = counts.get(state, 0) + 1
+def _states_line(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
 
 
@@ -168,8 +164,7 @@ def run_info(session: Session) -> RunInfo:
     return RunInfo(
         out=session.out,
         plan=session.plan,
-        cell_tasks={cell_task_name(c.coordinate): c.cell_id for c in session.plan.cells},
-        loaded_states={cid: rec.state for cid, rec in session.recorded.items()},
+        total=len(session.plan.cells),
         wait=session.options.wait,
         notes=notes,
         start=session.cluster.start if session.cluster is not None else None,
@@ -184,16 +179,23 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     cluster = session.cluster
     submit = cluster.submit if cluster is not None else None
     collect = cluster.collect if cluster is not None else None
-    unchanged = {
-        cell_id: recorded.receipt
-        for cell_id, recorded in session.recorded.items()
-        if session.actions[cell_id] == "skip" and not always
-    }
     # large plans: finished cells share one task (doit spends ~50 us per task)
-    collected = set(unchanged) if len(plan.cells) > SINGLE_TASKS_UP_TO else set()
-    info.collected = {cell_id: info.loaded_states.get(cell_id) for cell_id in collected}
-    own_tasks = [cell_task_name(c.coordinate) for c in plan.cells if c.cell_id not in collected]
-    finished_task = len(plan.cells) > SINGLE_TASKS_UP_TO and bool(collected)
+    share = len(plan.cells) > SINGLE_TASKS_UP_TO and not always
+    unchanged: dict[str, Any] = {}  # cell_id -> receipt of the cells up to date
+    own_cells: list[Cell] = []  # cells with a task of their own
+    for cell in plan.cells:
+        cell_id = cell.cell_id
+        seen = session.recorded[cell_id]
+        if session.actions[cell_id] == "skip" and not always:
+            unchanged[cell_id] = seen.receipt
+            if share:
+                info.collected[seen.state or "missing"] += 1
+                continue
+        own_cells.append(cell)
+        info.cell_tasks[cell_task_name(cell.coordinate)] = cell_id
+        info.loaded_states[cell_id] = seen.state
+    collected = sum(info.collected.values())
+    own_tasks = list(info.cell_tasks)
     # nothing to run and no receipt changed since the last run: its summary still holds
     untouched = (
         session.plan_is_current
@@ -219,21 +221,19 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
             "basename": CELLS_GROUP,
             "doc": "every cell of the plan",
             "actions": None,
-            "task_dep": [*own_tasks, *([FINISHED_TASK] if finished_task else [])],
+            "task_dep": [*own_tasks, *([FINISHED_TASK] if collected else [])],
         }
-        if finished_task:
+        if collected:
             yield {
                 "basename": FINISHED_TASK,
-                "doc": f"{len(collected)} finished cells ({_states_line(session, collected)}); "
+                "doc": f"{collected} finished cells ({_states_line(info.collected)}); "
                 "brigade show lists them",
                 "actions": [],
                 "uptodate": [True],
             }
-        for cell in plan.cells:
-            if cell.cell_id in collected:
-                continue
+        for cell in own_cells:
             action = "run" if always else session.actions[cell.cell_id]
-            state = session.recorded[cell.cell_id].state or "not run"
+            state = info.loaded_states[cell.cell_id] or "not run"
             yield {
                 "basename": cell_task_name(cell.coordinate),
                 "doc": f"{state}: {cell.case_id} on {cell.seat.name}, trial {cell.trial}",
@@ -393,7 +393,10 @@ def _executor(value: str | None) -> ExecutorKind | None:
 def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
     """Everything dodo.py exposes; bad input prints one line and exits 2."""
     try:
-        return namespace(open_session(options_from_variables(variables)))
+        session = open_session(options_from_variables(variables))
     except BrigadeError as exc:
         sys.stderr.write(f"brigade: {exc}\n")
         raise SystemExit(exc.exit_code) from None
+    info = run_info(session)
+    info.end_process = True
+    return namespace(session, info)
