@@ -77,13 +77,16 @@ class _State:
         self.files: dict[str, list[Any]] = files if isinstance(files, dict) else {}
         self.changed = False
 
-    def unchanged(self, relative: str, path: Path | str, stamp: str) -> bool:
-        """The file was checked with this stamp and has not been touched since."""
+    def unchanged(
+        self, relative: str, path: Path | str, stamp: str, dir_fd: int | None = None
+    ) -> bool:
+        """The file was checked with this stamp and has not been touched since
+        (`path` relative to `dir_fd` when given)."""
         entry = self.files.get(relative)
         if entry is None or entry[2] != stamp:
             return False
         try:
-            info = os.stat(path)
+            info = os.stat(path, dir_fd=dir_fd)
         except OSError:
             return False
         return bool(entry[0] == info.st_size and entry[1] == info.st_mtime_ns)
@@ -184,23 +187,26 @@ def export(
             written[name] = stamp
     cells_text = f"{dest}/{store.CELLS_DIR}"
     out_text = str(out)
-    for cell_id, receipt in receipts.items():
-        if receipt is None:
-            continue
-        name = f"{store.CELLS_DIR}/{cell_id}.json"
-        stamp = _stamp(receipt)
-        written[name] = stamp
-        cell_target = f"{cells_text}/{cell_id}.json"
-        if state.unchanged(name, cell_target, stamp):
-            verified.add(name)
-            continue
-        # a slim view from the receipt index lacks what is exported: read the whole receipt
-        full = receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
-        if full is None:
-            del written[name]
-            continue
-        _write(Path(cell_target), project_receipt(full, out_text, secrets), CELL_SCHEMA)
-        state.forget(name)  # written again: check it again
+    with store.opened_folder(cells_text) as cells_fd:
+        for cell_id, receipt in receipts.items():
+            if receipt is None:
+                continue
+            name = f"{store.CELLS_DIR}/{cell_id}.json"
+            stamp = _stamp(receipt)
+            written[name] = stamp
+            if cells_fd is not None and state.unchanged(name, f"{cell_id}.json", stamp, cells_fd):
+                verified.add(name)
+                continue
+            # a slim view from the receipt index lacks what is exported: read the whole receipt
+            full = (
+                receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
+            )
+            if full is None:
+                del written[name]
+                continue
+            target = Path(f"{cells_text}/{cell_id}.json")
+            _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
+            state.forget(name)  # written again: check it again
     leaks = _check_changed(dest, secrets, state, written, verified)
     if not leaks and state.changed:
         state.save()

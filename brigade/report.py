@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brigade import store, trials
+from brigade import store
 from brigade.export import check_file, secrets_for
-from brigade.junit import junit_xml
 from brigade.outcome import is_measurement_failure, is_real_failure
 from brigade.plan import Plan
 from brigade.projection import (
@@ -28,7 +27,6 @@ from brigade.projection import (
     project_summary,
     scrub_text,
 )
-from brigade.render import failure_reasons, html_page
 from brigade.results import current_receipts
 
 REPORT_DIR = "report"
@@ -208,6 +206,8 @@ def build_report(
 
 def report_document(report: Report) -> dict[str, Any]:
     """What `brigade report --json` prints: the summary's headline and trial statistics, cells."""
+    from brigade.render import failure_reasons
+
     summary, cells = report.summary, report.cells
     keys = (
         "name",
@@ -318,6 +318,8 @@ def _inputs_key(
 ) -> str:
     """Changes whenever the report could: code, plan, any receipt rewritten, stale counts."""
     digest = hashlib.sha256()
+    from brigade import trials
+
     for module in (__file__, trials.__file__):
         digest.update(Path(module).read_bytes())
     head = [summary["name"], summary["manifest_digest"], summary["stale_counts"]]
@@ -369,6 +371,10 @@ def _write(
     out: Path, report: Report, targets: list[Path | None], checked: _Checked, inputs: str | None
 ) -> ReportResult:
     """Render each target (junit, html), write it and check it, unless unchanged and clean."""
+    # the renderers are imported only when a report is written (not on a no-op resume)
+    from brigade.junit import junit_xml
+    from brigade.render import html_page
+
     renderers = (
         lambda: junit_xml(report.summary["name"], report.cells),
         lambda: html_page(report.summary, report.cells).encode("utf-8"),

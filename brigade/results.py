@@ -12,7 +12,6 @@ from brigade.errors import InputError
 from brigade.identity import text_digest
 from brigade.plan import Plan
 from brigade.proc import utc_now
-from brigade.summary import SUMMARY_SCHEMA, build_summary
 
 Receipts = dict[str, Mapping[str, Any] | None]  # full receipts, or slim views of them
 # above this many cells summary.json is written compact and validated by sample
@@ -48,12 +47,16 @@ def stale_receipts(out: Path, plan: Plan) -> Receipts:
 
 def summarize(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
     """The summary document of a plan as recorded on disk."""
+    from brigade.summary import build_summary  # not needed by a no-op resume
+
     receipts = receipts if receipts is not None else current_receipts(out, plan)
     return build_summary(plan, receipts, stale_receipts(out, plan), utc_now())
 
 
 def write_summary(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
     """Compute and atomically write summary.json."""
+    from brigade.summary import SUMMARY_SCHEMA
+
     summary = summarize(out, plan, receipts)
     large = len(plan.cells) > LARGE_PLAN
     store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA, sample=large, compact=large)
@@ -73,10 +76,12 @@ SUMMARY_KEY = ".summary-key.json"  # a cache: which plan and receipts summary.js
 
 def summary_key(plan_key: str) -> str:
     """Changes with the plan and with the code that computes a summary."""
-    from brigade import __version__, summary, trials
+    from brigade import __version__
 
+    # the modules' sources, read without importing them (a no-op resume never needs them)
+    here = Path(__file__).parent
     parts = [plan_key, __version__]
-    parts += [Path(module.__file__ or "").read_text("utf-8") for module in (summary, trials)]
+    parts += [(here / name).read_text("utf-8") for name in ("summary.py", "trials.py")]
     return text_digest("\0".join(parts))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brigade import graders, store, worktree
+from brigade import graders, store
 from brigade.doctor import read_only_warnings
 from brigade.errors import InputError
 from brigade.identity import cell_id as hash_cell
@@ -280,6 +280,8 @@ def _open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None)
     executor = resolve_executor(options, roster)
     workspace = _workspace(options)
     if manifest.execution_mode == "writable-worktree":
+        from brigade import worktree
+
         worktree.find_repo(workspace)
     out = (options.out or default_out(workspace, manifest.name)).absolute()
     if out.exists() and not out.is_dir():
@@ -340,20 +342,21 @@ def scan(session: Session) -> None:
     index = loaded if isinstance(loaded, dict) else {}
     recorded, actions = session.recorded, session.actions
     rebuilt_any = False
-    for cell in session.plan.cells:
-        cell_id = cell.cell_id
-        if cell_id in present:
-            seen, rebuilt = store.read_receipt_indexed(out, cell_id, index)
-            rebuilt_any |= rebuilt
-        else:
-            seen = store.UNSEEN
-        recorded[cell_id] = seen
-        action = decide(seen.receipt, retry_transient=retry, reusable=False)
-        if action == "skip" and not output_intact(session, cell_id, seen.receipt):
-            action = "regrade"  # its grade task verifies the output and refuses it
-        actions[cell_id] = action
-        if action == "run":
-            needs_run.append(cell)
+    with store.opened_folder(store.cells_root(out)) as cells_fd:
+        for cell in session.plan.cells:
+            cell_id = cell.cell_id
+            if cell_id in present:
+                seen, rebuilt = store.read_receipt_indexed(out, cell_id, index, cells_fd)
+                rebuilt_any |= rebuilt
+            else:
+                seen = store.UNSEEN
+            recorded[cell_id] = seen
+            action = decide(seen.receipt, retry_transient=retry, reusable=False)
+            if action == "skip" and not output_intact(session, cell_id, seen.receipt, cells_fd):
+                action = "regrade"  # its grade task verifies the output and refuses it
+            actions[cell_id] = action
+            if action == "run":
+                needs_run.append(cell)
     session.receipt_index = index
     session.receipt_index_changed |= rebuilt_any
     if not needs_run:
@@ -373,11 +376,17 @@ def scan(session: Session) -> None:
 GRADED = frozenset({"accepted", "rejected", "unscored"})
 
 
-def output_intact(session: Session, cell_id: str, receipt: Mapping[str, Any] | None) -> bool:
+def output_intact(
+    session: Session,
+    cell_id: str,
+    receipt: Mapping[str, Any] | None,
+    cells_fd: int | None = None,
+) -> bool:
     """Whether a graded cell's run/final.txt still has the recorded output_digest.
 
     A file's digest is computed once; afterwards an unchanged stat (size,
-    mtime) vouches for it, so a no-op resume costs one stat per cell.
+    mtime) vouches for it, so a no-op resume costs one stat per cell (relative
+    to `cells_fd`, the cells folder, when given).
     """
     if receipt is None or receipt.get("state") not in GRADED:
         return True
@@ -389,13 +398,13 @@ def output_intact(session: Session, cell_id: str, receipt: Mapping[str, Any] | N
     if session.output_index is None:
         loaded = store.read_json(session.out / store.OUTPUT_INDEX)
         session.output_index = loaded if isinstance(loaded, dict) else {}
-    # a string path: building 10,000 Paths costs more than the stats themselves
-    final = (
-        f"{session.out}/{store.CELLS_DIR}/{cell_id}/{store.ATTEMPTS_DIR}/"
-        f"{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
+    # string paths: building 10,000 Paths costs more than the stats themselves
+    relative = (
+        f"{cell_id}/{store.ATTEMPTS_DIR}/{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
     )
+    final = f"{session.out}/{store.CELLS_DIR}/{relative}"
     try:
-        info = os.stat(final)
+        info = os.stat(final) if cells_fd is None else os.stat(relative, dir_fd=cells_fd)
     except OSError:
         info = None
     if info is not None:

@@ -8,6 +8,7 @@ truncated receipt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -239,6 +240,24 @@ def recorded_from(doc: Any, cell_id: str) -> Recorded:
     return Recorded(doc if trusted else None, attempt)
 
 
+@contextlib.contextmanager
+def opened_folder(path: Path | str) -> Iterator[int | None]:
+    """A descriptor of a folder for stats relative to it (None when it cannot be opened).
+
+    Statting thousands of files under one deep folder then resolves only each
+    file's own part of the path.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def existing_cells(out: Path) -> set[str]:
     """Names of the cell folders present (one listing instead of a failed open per cell).
 
@@ -368,17 +387,23 @@ class Seen(NamedTuple):
 UNSEEN = Seen(None, None)
 
 
-def read_receipt_indexed(out: Path, cell_id: str, index: dict[str, Any]) -> tuple[Seen, bool]:
+def read_receipt_indexed(
+    out: Path, cell_id: str, index: dict[str, Any], cells_fd: int | None = None
+) -> tuple[Seen, bool]:
     """A cell's receipt as a slim view, from `index` when cell.json's stat still matches.
 
     Returns the record and whether the index entry was (re)built. The index is
     a cache of the output directory, never its truth: any change to cell.json
     (size or mtime) sends the reader back to the file. (Run once per cell on
-    every resume: kept to one stat and no needless allocation.)
+    every resume: kept to one stat, relative to `cells_fd` when given, and no
+    needless allocation.)
     """
     path = f"{out}/{CELLS_DIR}/{cell_id}/{RECEIPT_FILE}"
     try:
-        info = os.stat(path)
+        if cells_fd is None:
+            info = os.stat(path)
+        else:
+            info = os.stat(f"{cell_id}/{RECEIPT_FILE}", dir_fd=cells_fd)
     except OSError:
         info = None
     entry = index.get(cell_id)

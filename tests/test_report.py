@@ -15,7 +15,7 @@ import pytest
 import xmlschema
 from conftest import FAKE_CLI, REPO, Project
 
-from brigade import report as report_module
+from brigade import render as render_module
 from brigade.junit import junit_xml
 from brigade.manifest import manifest_from_document
 from brigade.plan import Plan, build_plan, plan_from_document
@@ -533,12 +533,12 @@ def test_a_leaking_report_fails_finalize(project: Project, monkeypatch) -> None:
     plan = plan_from_document(read_plan_document(project.out))
     assert finalize(project.out, plan, project.workspace, {}) is None
 
-    real = report_module.html_page
+    real = render_module.html_page
 
     def leaky(summary, cells):
         return real(summary, cells) + f"<!-- {html.escape(PROMPT)} -->"
 
-    monkeypatch.setattr(report_module, "html_page", leaky)
+    monkeypatch.setattr(render_module, "html_page", leaky)  # the report renders through it
     # nothing changed since the last run: the clean report stands as it is
     assert finalize(project.out, plan, project.workspace, {}) is None
     (project.out / "report" / "index.html").unlink()
