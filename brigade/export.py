@@ -226,11 +226,11 @@ def _check_changed(
     for root, _, names in os.walk(base):
         folder = os.path.relpath(root, base)
         prefix = "" if folder == "." else f"{folder}/"
-        for name in names:
-            relative = prefix + name
-            listed.add(relative)
-            if relative in verified:
-                continue
+        relatives = [prefix + name for name in names]
+        listed.update(relatives)
+        # (a set difference: the export of a big plan is mostly verified files)
+        for relative in sorted(set(relatives) - verified):
+            name = relative[len(prefix) :]
             path = os.path.join(root, name)
             if folder == store.CELLS_DIR and name.endswith(".json") and relative not in written:
                 if not os.path.islink(path) and os.path.isfile(path):

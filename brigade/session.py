@@ -85,6 +85,25 @@ def roster_path(manifest_path: Path, manifest: Manifest, explicit: Path | None) 
     return manifest_path.parent / DEFAULT_ROSTER
 
 
+@contextlib.contextmanager
+def _long_lived() -> Iterator[None]:
+    """Build what lives for the whole run without the garbage collector.
+
+    Loading a big plan allocates hundreds of thousands of small containers,
+    none of them garbage; each collection on the way would traverse them all
+    again. They are then frozen: later collections skip them.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+@_long_lived()
 def load_inputs(manifest_path: Path, explicit_roster: Path | None) -> tuple[Manifest, Roster, str]:
     """Load and validate the manifest and its roster."""
     manifest = load_manifest(manifest_path)
@@ -251,31 +270,9 @@ def resolve_executor(options: Options, roster: Roster) -> ExecutorSpec:
 _SCHEDULER_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 
 
-@contextlib.contextmanager
-def _long_lived() -> Iterator[None]:
-    """Build what lives for the whole run without the garbage collector.
-
-    Loading a big plan allocates hundreds of thousands of small containers,
-    none of them garbage; each collection on the way would traverse them all
-    again. They are then frozen: later collections skip them.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
-
-
+@_long_lived()
 def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None = None) -> Session:
     """Load (unless `inputs` are given), plan, scan the output directory; decide every cell."""
-    with _long_lived():
-        return _open_session(options, inputs)
-
-
-def _open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None) -> Session:
     manifest, roster, label = inputs or load_inputs(options.manifest, options.roster)
     executor = resolve_executor(options, roster)
     workspace = _workspace(options)

@@ -106,3 +106,23 @@ def test_an_untouched_resume_keeps_summary_and_still_checks_reports(project: Pro
     done = project.doit()
     assert done.returncode != 0
     assert "export/notes.txt" in done.stderr
+
+
+def test_an_export_file_edited_in_place_is_exported_again(project: Project) -> None:
+    project.write_manifest([{"id": c, "prompt": f"answer: secret {c}"} for c in ("a", "b")])
+    project.doit()
+    project.doit()  # untouched from here on: every exported file is vouched for by its stat
+    cells = project.out / "export" / "cells"
+    exported = cells / f"{project.receipt('a:agent:1')['cell_id']}.json"
+    original = exported.read_bytes()
+    doc = json.loads(original)
+    doc["note"] = "answer: secret a"
+    exported.write_text(json.dumps(doc))  # same name, same inode: only its stat changed
+    assert project.doit().returncode == 0
+    assert exported.read_bytes() == original  # projected again from the receipt
+    # a file of a cell no longer in the plan goes, and is forgotten
+    project.write_manifest([{"id": "a", "prompt": "answer: secret a"}])
+    assert project.doit().returncode == 0
+    assert sorted(p.name for p in cells.iterdir()) == [exported.name]
+    state = json.loads(next((project.out / ".export-state").iterdir()).read_text())
+    assert sorted(state["files"]) == ["cells/" + exported.name, "plan.json", "summary.json"]
