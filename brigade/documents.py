@@ -231,7 +231,9 @@ def check_json_shaped(doc: Any, label: str) -> None:
     """Refuse values JSON cannot carry (non-string keys, NaN, binary, sets), documents
     nested more than MAX_NESTING levels and documents (YAML aliases expanded) of more
     than MAX_VALUES values."""
-    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    from brigade.schemas import format_path  # (schemas imports this module)
+
+    stack: list[tuple[Any, tuple[Any, ...], int]] = [(doc, (), 0)]
     seen = 0
     while stack:
         value, path, depth = stack.pop()
@@ -245,17 +247,16 @@ def check_json_shaped(doc: Any, label: str) -> None:
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
-                    where = path or "(top level)"
-                    raise InputError(f"{label}: {where}: key {key!r} must be a string")
-                stack.append((item, f"{path}.{key}" if path else key, depth + 1))
+                    raise InputError(f"{label}: {format_path(path)}: key {key!r} must be a string")
+                stack.append((item, (*path, key), depth + 1))
         elif isinstance(value, list):
             for index, item in enumerate(value):
-                stack.append((item, f"{path}[{index}]", depth + 1))
+                stack.append((item, (*path, index), depth + 1))
         elif isinstance(value, float) and not math.isfinite(value):
-            raise InputError(f"{label}: {path or '(top level)'}: {value} is not a JSON number")
+            raise InputError(f"{label}: {format_path(path)}: {value} is not a JSON number")
         elif value is not None and not isinstance(value, (str, int, float, bool)):
             raise InputError(
-                f"{label}: {path or '(top level)'}: a {type(value).__name__} value is not allowed"
+                f"{label}: {format_path(path)}: a {type(value).__name__} value is not allowed"
             )
 
 

@@ -332,6 +332,14 @@ BAD: dict[str, Bad] = {
         "NaN is not a JSON number",
         args=("validate", "m.json", "--roster", "roster.yaml"),
     ),
+    "infinity under a key holding a line break": Bad(
+        {
+            "m.yaml": "schema: brigade.eval_manifest.v1\nname: t\nseats: [agent]\ncases: []\n"
+            'graders:\n- type: exact_output\n  expected:\n    ? "two\\nlines"\n    : .inf\n'
+        },
+        'm.yaml: graders[0].expected["two\\nlines"]: ',
+        "inf is not a JSON number",
+    ),
     "non-UTF-8 manifest": Bad(
         {"m.yaml": MANIFEST.encode() + b"description: caf\xe9\n"},
         "m.yaml: ",
