@@ -218,7 +218,8 @@ def _check_changed(
 ) -> list[Leak]:
     """Check every file in dest that was not checked, unchanged, by an earlier export.
 
-    The export mirrors the current plan: projected receipts of other cells go.
+    The export mirrors the current plan: projected receipts of other cells go,
+    and so do temp files an interrupted export left behind.
     """
     leaks: list[Leak] = []
     base = str(dest)
@@ -232,6 +233,10 @@ def _check_changed(
         for relative in sorted(set(relatives) - verified):
             name = relative[len(prefix) :]
             path = os.path.join(root, name)
+            if store.is_temp_name(name) and os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)  # left by an interrupted export (the lock is ours)
+                listed.discard(relative)
+                continue
             if folder == store.CELLS_DIR and name.endswith(".json") and relative not in written:
                 if not os.path.islink(path) and os.path.isfile(path):
                     os.unlink(path)

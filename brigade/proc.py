@@ -261,6 +261,50 @@ def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
         _signal_group(pgid, signal.SIGKILL)
 
 
+def end_stragglers(variable: str, prefix: str, rounds: int = 20) -> list[int]:
+    """End this user's processes whose environment sets `variable` to a path under `prefix`.
+
+    Seats of a run that was killed outright (kill -9, the OOM killer) live on in
+    their own sessions. Every seat process, and whatever it starts, inherits
+    `BRIGADE_RUN_DIR`, so before a crashed cell runs again its leftovers are
+    found by that value and killed: they would otherwise keep spending and
+    keep writing next to the new attempt. Reads /proc (Linux); elsewhere
+    nothing is found. Returns the pids killed.
+    """
+    needle = f"\0{variable}={prefix}".encode()
+    ended: list[int] = []
+    for _ in range(rounds):  # again: a straggler may have forked while being found
+        found = [pid for pid in _processes_with(needle) if pid != os.getpid()]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        ended.extend(pid for pid in found if pid not in ended)
+        time.sleep(0.05)  # a killed process's environment reads empty once it is gone
+    return ended
+
+
+def _processes_with(needle: bytes) -> list[int]:
+    """Pids whose /proc/<pid>/environ holds `needle` (a NUL, then `NAME=value-prefix`)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    pids = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in b"\0" + environ:
+            pids.append(int(name))
+    return pids
+
+
 def _leader_running(pgid: int) -> bool:
     """Whether a seat's leader (our child, pid == pgid) has not exited; it is not reaped.
 

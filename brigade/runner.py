@@ -51,6 +51,9 @@ class RunContext:
     retry_transient: bool = False
 
 
+# set for every seat process (and so for all it starts): its attempt's run folder
+RUN_DIR_VARIABLE = "BRIGADE_RUN_DIR"
+
 # hands a seat run to another executor (cell, attempt, started_at); it records it later
 Submit = Callable[[Cell, int, str], None]
 
@@ -83,6 +86,7 @@ def bring_up_to_date(
         return action
     crashed = recorded.state == "running"
     if crashed:
+        _end_crashed_seat(ctx.out, cell, recorded.attempt)
         _remove_crash_leftovers(ctx.out, cell.cell_id, recorded.attempt)
     started_at = recorded.receipt["started_at"] if crashed and recorded.receipt else proc.utc_now()
     attempt = store.new_attempt(ctx.out, cell.cell_id, recorded.attempt)
@@ -122,7 +126,7 @@ def seat_environment(request: SeatRequest, extra: dict[str, str]) -> dict[str, s
         {
             "BRIGADE_CELL_ID": request.cell_id,
             "BRIGADE_COORDINATE": request.coordinate,
-            "BRIGADE_RUN_DIR": str(request.run_dir),
+            RUN_DIR_VARIABLE: str(request.run_dir),
             "BRIGADE_WORKSPACE": str(request.cwd),
             "BRIGADE_SEAT": seat.name,
             "BRIGADE_MODEL": seat.model or "",
@@ -276,6 +280,19 @@ def execute_seat(
     finally:
         if tree is not None:
             worktree.remove(tree)
+
+
+def _end_crashed_seat(out: Path, cell: Cell, attempt: int | None) -> None:
+    """Kill what a crashed run's seat left running for this cell (found by its
+    BRIGADE_RUN_DIR). The run holds the output directory's lock, so no live run
+    owns these processes."""
+    ended = proc.end_stragglers(RUN_DIR_VARIABLE, f"{store.cell_dir(out, cell.cell_id)}/")
+    if ended:
+        which = f"attempt {attempt}" if attempt is not None else "an earlier attempt"
+        sys.stderr.write(
+            f"brigade: {cell.coordinate}: ended {len(ended)} process(es) left running by "
+            f"{which} of a run that was killed (pids {', '.join(map(str, sorted(ended)))})\n"
+        )
 
 
 def _remove_crash_leftovers(out: Path, cell_id: str, attempt: int | None) -> None:

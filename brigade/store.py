@@ -109,6 +109,15 @@ def atomic_write_bytes(
         _fsync_dir(path.parent)
 
 
+# `.<name>.<8 random characters>.tmp`: what tempfile.mkstemp makes for atomic_write_bytes
+_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether a file name is an atomic write's temp file."""
+    return _TEMP_NAME.match(name) is not None
+
+
 def remove_stale_temps(folder: Path) -> int:
     """Delete the temp files an interrupted atomic write left in `folder` (`.<name>.*.tmp`).
 
@@ -119,11 +128,7 @@ def remove_stale_temps(folder: Path) -> int:
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if (
-                    entry.name.startswith(".")
-                    and entry.name.endswith(".tmp")
-                    and entry.is_file(follow_symlinks=False)
-                ):
+                if is_temp_name(entry.name) and entry.is_file(follow_symlinks=False):
                     try:
                         os.unlink(entry.path)
                         removed += 1

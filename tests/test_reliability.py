@@ -27,7 +27,7 @@ from conftest import DODO, FAKE_CLI, REPO, Project, alive, brigade_command, wait
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from brigade import schemas, store
+from brigade import proc, schemas, store
 from brigade.errors import BrigadeError
 from brigade.outcome import TERMINAL
 from brigade.session import Options, load_inputs, plan_only
@@ -407,35 +407,71 @@ def test_doit_db_left_empty_or_truncated_is_dropped(project: Project, left: byte
     assert len(launched(project)) == 1
 
 
-def test_orphaned_agent_finishing_late_writes_only_its_own_attempt(
+def test_agents_left_running_by_a_killed_run_are_ended_on_resume(
     project: Project, tmp_path: Path
 ) -> None:
-    """After kill -9 the agent survives (own session); resume is still right when it ends late."""
+    """After kill -9 of doit the agent (its own session) and the child it started live on;
+    the resume kills both before the cell's next attempt, and they write nothing more."""
     release = tmp_path / "release"
+    pids = tmp_path / "pids"
     project.write_manifest(
-        [{"id": "late", "prompt": f"block: {release}\n{ANSWER_ID}"}],
+        [{"id": "late", "prompt": f"spawn: 120\nblock: {release}\n{ANSWER_ID}"}],
     )
-    first = start_doit(project)
-    wait_for(lambda: len(launched(project)) == 1, what="agent started")
+    first = start_doit(project, FAKE_AGENT_PIDS=str(pids))
+    wait_for(lambda: pids.exists() and pids.read_text().strip() != "", what="agent started")
     os.killpg(first.pid, signal.SIGKILL)
     first.communicate(timeout=30)
     ((_, orphan),) = launched(project)
-    assert alive(orphan)  # the known limitation: the seat's own session survives
-    release.touch()  # the second attempt answers at once, the orphan with it
-    done = project.doit()
-    assert done.returncode == 0, done.stderr
-    wait_for(lambda: not alive(orphan), 30, "orphan done")
+    child = int(pids.read_text().split()[0])
+    assert alive(orphan) and alive(child)  # a kill -9 gives brigade no chance to stop them
+    resume = project.doit_popen()
+    wait_for(lambda: not alive(orphan) and not alive(child), 30, "stragglers ended")
+    release.touch()  # the new attempt answers (the orphan never will)
+    _, err = resume.communicate(timeout=60)
+    assert resume.returncode == 0, err
+    assert "late:agent:1: ended 2 process(es) left running by attempt 1" in err
     cell_id = project.plan()["cells"][0]["cell_id"]
     receipt = project.receipt("late:agent:1")
     assert (receipt["state"], receipt["attempt"]) == ("unscored", 2)
     first_run = store.run_dir(project.out, cell_id, 1)
-    assert (first_run / "stdout.log").read_text() == f"{cell_id}\n"
     assert sorted(p.name for p in first_run.iterdir()) == ["stderr.log", "stdout.log"]
+    assert (first_run / "stdout.log").read_text() == ""  # ended before it answered
     assert receipt["output_digest"] == store.file_digest(
         store.run_dir(project.out, cell_id, 2) / "final.txt"
     )
     again = project.doit()
     assert again.returncode == 0 and len(launched(project)) == 2
+    assert "ended" not in again.stderr
+
+
+def test_only_the_crashed_cells_own_processes_are_ended(tmp_path: Path) -> None:
+    """Stragglers are found by their exact run-folder prefix: other cells' seats, other output
+    directories' and processes without the variable are left alone."""
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+    def start(run_dir: str | None) -> subprocess.Popen[bytes]:
+        env = {k: v for k, v in os.environ.items() if k != "BRIGADE_RUN_DIR"}
+        if run_dir is not None:
+            env["BRIGADE_RUN_DIR"] = run_dir
+        return subprocess.Popen(sleeper, env=env, start_new_session=True)
+
+    out = tmp_path / "out" / "cells"
+    mine = start(f"{out}/aaa/attempts/attempt-001/run")
+    others = [
+        start(f"{out}/aaab/attempts/attempt-001/run"),  # another cell, same first letters
+        start(f"{tmp_path}/elsewhere/cells/aaa/attempts/attempt-001/run"),
+        start(None),
+    ]
+    try:
+        wait_for(lambda: all(alive(p.pid) for p in [mine, *others]))
+        assert proc.end_stragglers("BRIGADE_RUN_DIR", f"{out}/aaa/") == [mine.pid]
+        assert mine.wait(timeout=10) == -signal.SIGKILL
+        assert all(p.poll() is None for p in others)
+        assert proc.end_stragglers("BRIGADE_RUN_DIR", f"{out}/aaa/") == []
+    finally:
+        for p in [mine, *others]:
+            p.kill()
+            p.wait()
 
 
 # ---------------------------------------------------------------------------------------

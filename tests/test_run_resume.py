@@ -233,20 +233,30 @@ def test_temp_files_of_interrupted_writes_are_cleaned_up(project: Project) -> No
     receipt["state"] = "running"
     (crashed / "cell.json").write_text(json.dumps(receipt))
     attempt = crashed / "attempts" / "attempt-001"
+    export = project.out / "export"
     leftovers = [
-        crashed / ".cell.json.k2j3h.tmp",
-        attempt / ".run.json.a8d7.tmp",
-        attempt / "run" / ".final.txt.zz1.tmp",
-        project.out / ".summary.json.q9w8.tmp",
-        project.out / ".receipt-index.json.x1.tmp",
+        crashed / ".cell.json.k2j3h7qa.tmp",
+        attempt / ".run.json.a8d7_x0b.tmp",
+        attempt / "run" / ".final.txt.zz1ab2cd.tmp",
+        project.out / ".summary.json.q9w8e7r6.tmp",
+        project.out / ".receipt-index.json.x1y2z3w4.tmp",
+        export / ".summary.json.mn0pq1rs.tmp",
+        export / "cells" / f".{receipt['cell_id']}.json.tt5uu6vv.tmp",
     ]
     for path in leftovers:
         path.write_text("half")
-    kept = [project.out / "notes.tmp", project.cell_dir("d:agent:1") / ".cell.json.p0.tmp"]
+    kept = [
+        project.out / "notes.tmp",
+        project.out / ".notes.tmp",
+        project.cell_dir("d:agent:1") / ".cell.json.p0p0p0p0.tmp",
+    ]
     for path in kept:
         path.write_text("not ours to remove")
     assert project.doit().returncode == 0
     assert project.receipt("c:agent:1")["attempt"] == 2
     assert [p for p in leftovers if p.exists()] == []
-    # only the crashed cell's folders and the top folder are swept
+    # only the crashed cell's folders, the top folder and the export are swept, and
+    # only names an atomic write makes (.<name>.<8 random characters>.tmp)
     assert all(p.exists() for p in kept)
+    state = json.loads(next((project.out / ".export-state").iterdir()).read_text())
+    assert not [name for name in state["files"] if name.endswith(".tmp")]
