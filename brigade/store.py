@@ -378,7 +378,10 @@ def slim_receipt(receipt: Mapping[str, Any]) -> SlimReceipt:
 
 
 class Seen(NamedTuple):
-    """A cell's receipt as seen at load time: in full, or its slim view from the index."""
+    """A cell's receipt as seen at load time: in full, or its slim view from the index.
+
+    (A named tuple: one is built per cell on every resume.)
+    """
 
     receipt: Mapping[str, Any] | None
     attempt: int | None
