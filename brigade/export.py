@@ -89,7 +89,7 @@ class _State:
             info = os.stat(path, dir_fd=dir_fd)
         except OSError:
             return False
-        return bool(entry[0] == info.st_size and entry[1] == info.st_mtime_ns)
+        return store.stat_matches(entry[:2], info)
 
     def record(self, relative: str, path: Path | str, stamp: str) -> None:
         """The file was just checked (or written) with this stamp."""
@@ -193,8 +193,8 @@ def export(
                 continue
             name = f"{store.CELLS_DIR}/{cell_id}.json"
             stamp = _stamp(receipt)
-            written[name] = stamp
             if cells_fd is not None and state.unchanged(name, f"{cell_id}.json", stamp, cells_fd):
+                written[name] = stamp
                 verified.add(name)
                 continue
             # a slim view from the receipt index lacks what is exported: read the whole receipt
@@ -202,10 +202,10 @@ def export(
                 receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
             )
             if full is None:
-                del written[name]
                 continue
             target = Path(f"{cells_text}/{cell_id}.json")
             _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
+            written[name] = stamp
             state.forget(name)  # written again: check it again
     leaks = _check_changed(dest, secrets, state, written, verified)
     if not leaks and state.changed:

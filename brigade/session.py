@@ -404,15 +404,8 @@ def output_intact(
         info = os.stat(final) if cells_fd is None else os.stat(relative, dir_fd=cells_fd)
     except OSError:
         info = None
-    if info is not None:
-        recorded = session.output_index.get(cell_id)
-        if (
-            type(recorded) is list
-            and len(recorded) == 2
-            and recorded[0] == info.st_size
-            and recorded[1] == info.st_mtime_ns
-        ):
-            return True
+    if info is not None and store.stat_matches(session.output_index.get(cell_id), info):
+        return True
     if store.file_digest(final) != expected:
         return False
     if info is not None:

@@ -208,6 +208,16 @@ def stat_key(path: Path | str) -> list[int] | None:
     return [info.st_size, info.st_mtime_ns]
 
 
+def stat_matches(recorded: Any, info: os.stat_result) -> bool:
+    """Whether a recorded stat_key ([size, mtime_ns], from any cache) matches a stat."""
+    return (
+        type(recorded) is list
+        and len(recorded) == 2
+        and recorded[0] == info.st_size
+        and recorded[1] == info.st_mtime_ns
+    )
+
+
 def file_digest(path: Path | str) -> str | None:
     """`sha256:<hex>` of a file's bytes, None when it cannot be read."""
     try:
@@ -406,30 +416,25 @@ def read_receipt_indexed(
     every resume: kept to one stat, relative to `cells_fd` when given, and no
     needless allocation.)
     """
-    path = f"{out}/{CELLS_DIR}/{cell_id}/{RECEIPT_FILE}"
+    relative = f"{cell_id}/{RECEIPT_FILE}"
     try:
         if cells_fd is None:
-            info = os.stat(path)
+            info = os.stat(f"{out}/{CELLS_DIR}/{relative}")
         else:
-            info = os.stat(f"{cell_id}/{RECEIPT_FILE}", dir_fd=cells_fd)
+            info = os.stat(relative, dir_fd=cells_fd)
     except OSError:
         info = None
     entry = index.get(cell_id)
     if info is not None and type(entry) is list and len(entry) == 3:
         recorded_stat, raw, attempt = entry
-        if (
-            type(recorded_stat) is list
-            and len(recorded_stat) == 2
-            and recorded_stat[0] == info.st_size
-            and recorded_stat[1] == info.st_mtime_ns
-        ):
+        if stat_matches(recorded_stat, info):
             if raw is None:  # an untrusted receipt, as recorded
                 return Seen(None, attempt), False
             slim = raw if type(raw) is SlimReceipt else SlimReceipt.from_json(raw)
             if slim is not None:
                 entry[1] = slim
                 return Seen(slim, attempt), False
-    recorded = recorded_from(read_json(Path(path)), cell_id)
+    recorded = recorded_from(read_json(out / CELLS_DIR / relative), cell_id)
     slim = slim_receipt(recorded.receipt) if recorded.receipt is not None else None
     if info is None:
         index.pop(cell_id, None)
