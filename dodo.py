@@ -2,7 +2,7 @@
 
 from doit import doit_cmd
 
-from brigade.tasks import dodo_namespace
+from brigade.front.tasks import dodo_namespace
 
 # doit parses `name=value` arguments before loading this file
 globals().update(dodo_namespace(dict(getattr(doit_cmd, "_CMDLINE_VARS", None) or {})))

@@ -62,12 +62,12 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
     Written directly (no per-file validation or fsync) so 100,000 cells take
     seconds, not minutes; tests/ check that real runs write the same shapes.
     """
-    from brigade import store
-    from brigade.graders import run_graders
-    from brigade.outcome import cell_score, classify_grades
-    from brigade.runner import grade_context, running_receipt
-    from brigade.session import Options, open_session
-    from brigade.tasks import write_plan
+    from brigade.core.taxonomy import cell_score, classify_grades
+    from brigade.front.session import Options, open_session
+    from brigade.front.tasks import write_plan
+    from brigade.outdir import store
+    from brigade.run.graders import run_graders
+    from brigade.run.runner import grade_context, running_receipt
 
     session = open_session(Options(manifest=manifest, roster=roster, out=out, workspace=workspace))
     write_plan(out, session.plan, session.plan_key)
@@ -186,7 +186,11 @@ def doit_argv(manifest: Path, roster: Path, out: Path, workspace: Path, *extra: 
 
 def brigade_argv(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "brigade"
-    return [str(script), *args] if script.exists() else [sys.executable, "-m", "brigade.cli", *args]
+    return (
+        [str(script), *args]
+        if script.exists()
+        else [sys.executable, "-m", "brigade.front.cli", *args]
+    )
 
 
 def emit(name: str, value: float, unit: str, note: str = "") -> None:

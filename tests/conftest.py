@@ -23,9 +23,9 @@ FAKE_CLI = f"exec:{{python}} {FAKE_AGENT}"
 
 
 def brigade_command() -> list[str]:
-    """The installed `brigade` console script beside this interpreter (else -m brigade.cli)."""
+    """The installed `brigade` script beside this interpreter (else -m brigade.front.cli)."""
     script = Path(sys.executable).parent / "brigade"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "brigade.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "brigade.front.cli"]
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:

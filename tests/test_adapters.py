@@ -10,23 +10,15 @@ import pytest
 from agents.cli_outputs import SAMPLES, claude_result, codex_events, jsonl
 from agents.fake_cli import BINARIES
 
-from brigade.adapters import (
-    Adapter,
-    Reading,
-    SeatRequest,
-    adapter_for,
-    check_cli,
-    known_names,
-)
-from brigade.adapters.agents import (
-    AGENTS,
-    READ_ONLY_NOTICE,
-    OllamaAdapter,
-    classify_fault,
-)
+from brigade.adapters import adapter_for, built_in, check_cli, known_names
+from brigade.adapters.base import Adapter, Reading, SeatRequest
 from brigade.adapters.codex_rpc import Session
+from brigade.adapters.common import READ_ONLY_NOTICE, classify_fault
 from brigade.adapters.exec import ExecAdapter
-from brigade.roster import SeatSpec
+from brigade.adapters.ollama import OllamaAdapter
+from brigade.core.specs import SeatSpec
+
+AGENTS = built_in()
 
 PROMPT = "Review the parser.\nList the bugs."
 

@@ -13,9 +13,10 @@ from agents.cli_outputs import SAMPLES
 from agents.fake_cli import BINARIES, SCENARIOS, TRUST_REFUSALS, install
 from conftest import Project, alive, git_workspace
 
-from brigade.adapters import SeatRequest, adapter_for
-from brigade.adapters.agents import READ_ONLY_NOTICE
-from brigade.roster import SeatSpec
+from brigade.adapters import adapter_for
+from brigade.adapters.base import SeatRequest
+from brigade.adapters.common import READ_ONLY_NOTICE
+from brigade.core.specs import SeatSpec
 
 FAKE_CLAUDE = """#!{python}
 import json, sys

@@ -460,9 +460,9 @@ def test_two_hundred_cells_in_flight_need_few_coordinator_threads(
 def test_a_worker_finds_its_own_workspace_and_roster_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from brigade.cluster import localise, worker_workspace
-    from brigade.roster import SeatSpec
-    from brigade.runner import SeatJob
+    from brigade.core.specs import SeatSpec
+    from brigade.run.cluster import localise, worker_workspace
+    from brigade.run.runner import SeatJob
 
     coordinator, checkout = tmp_path / "coordinator", tmp_path / "checkout"
     coordinator.mkdir()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from brigade import schemas
-from brigade.graders import (
+from brigade.inputs import schemas
+from brigade.run.graders import (
     GRADERS,
     GradeContext,
     LiveWorkspace,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from brigade.identity import (
+from brigade.core.identity import (
     CELL_SCHEMA,
     IDENTITY_KEYS,
     SEAT_KEYS,
@@ -19,9 +19,10 @@ from brigade.identity import (
     normalize_prompt,
     run_key,
 )
-from brigade.manifest import load_manifest
-from brigade.plan import coordinate, expand
-from brigade.roster import SeatSpec, load_roster
+from brigade.core.plan import coordinate, expand
+from brigade.core.specs import SeatSpec
+from brigade.inputs.manifest import load_manifest
+from brigade.inputs.roster import load_roster
 
 REFERENCE_ID = "55c07e87f401b5aa49f956b2cec1bfee87986088702bc0b1762cc722ff2638c1"
 

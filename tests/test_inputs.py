@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from brigade import __version__
-from brigade.cli import build_parser
-from brigade.session import Options, plan_only
+from brigade.front.cli import build_parser
+from brigade.front.session import Options, plan_only
 
 # manifests written for the original `brigade model trial` command, kept verbatim
 COMPAT = Path(__file__).resolve().parent / "data" / "compat"
@@ -47,7 +47,7 @@ cases:
 def brigade(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRIGADE")}
     return subprocess.run(
-        [sys.executable, "-m", "brigade.cli", *args],
+        [sys.executable, "-m", "brigade.front.cli", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -668,7 +668,8 @@ def test_yaml_merge_key_override_is_not_a_duplicate(tmp_path: Path) -> None:
 def test_valid_inputs_are_cached_and_old_entries_pruned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from brigade.documents import CACHE_KEEP_SECONDS, read_valid_document
+    from brigade.inputs.cache import CACHE_KEEP_SECONDS
+    from brigade.inputs.validated import read_valid_document
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("BRIGADE_CACHE_DIR", str(cache))

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from brigade.outcome import (
+from brigade.core.taxonomy import (
     COUNT_KEYS,
     STATES,
     TERMINAL,

@@ -7,11 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from brigade import schemas
-from brigade.identity import text_digest
-from brigade.manifest import manifest_from_document
-from brigade.plan import Plan, build_plan
-from brigade.projection import (
+from brigade.core.identity import text_digest
+from brigade.core.plan import Plan, build_plan
+from brigade.core.projection import (
     REDACTED,
     Leak,
     find_leaks_in_json,
@@ -22,8 +20,10 @@ from brigade.projection import (
     project_summary,
     scrub_text,
 )
-from brigade.roster import roster_from_document
-from brigade.runner import RunContext, running_receipt
+from brigade.inputs import schemas
+from brigade.inputs.manifest import manifest_from_document
+from brigade.inputs.roster import roster_from_document
+from brigade.run.runner import RunContext, running_receipt
 
 PROMPT = "Summarise the design document in three bullet points."
 TOKEN = "tok-secret-123456"

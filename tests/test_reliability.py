@@ -27,10 +27,12 @@ from conftest import DODO, FAKE_CLI, REPO, Project, alive, brigade_command, wait
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from brigade import proc, schemas, store
+from brigade.core.taxonomy import TERMINAL
 from brigade.errors import BrigadeError
-from brigade.outcome import TERMINAL
-from brigade.session import Options, load_inputs, plan_only
+from brigade.front.session import Options, load_inputs, plan_only
+from brigade.inputs import schemas
+from brigade.outdir import store
+from brigade.run import proc
 
 SLOW_DOIT = REPO / "tests" / "agents" / "slow_writes_doit.py"
 CELL_ID = "^[0-9a-f]{64}$"

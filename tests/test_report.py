@@ -15,17 +15,17 @@ import pytest
 import xmlschema
 from conftest import FAKE_CLI, REPO, Project
 
-from brigade import render as render_module
-from brigade.junit import junit_xml
-from brigade.manifest import manifest_from_document
-from brigade.plan import Plan, build_plan, plan_from_document
-from brigade.projection import make_secrets
-from brigade.render import html_page, text_matrix
-from brigade.report import build_report, check_report_file, display_names, write_report
-from brigade.results import current_receipts, read_plan_document
-from brigade.roster import roster_from_document
-from brigade.summary import build_summary
-from brigade.tasks import finalize
+from brigade.core.plan import Plan, build_plan, plan_from_document
+from brigade.core.projection import make_secrets
+from brigade.core.summary import build_summary
+from brigade.front.tasks import finalize
+from brigade.inputs.manifest import manifest_from_document
+from brigade.inputs.roster import roster_from_document
+from brigade.outdir.results import current_receipts, read_plan_document
+from brigade.report import render as render_module
+from brigade.report.build import build_report, check_report_file, display_names, write_report
+from brigade.report.junit import junit_xml
+from brigade.report.render import html_page, text_matrix
 
 JUNIT_XSD = REPO / "tests" / "data" / "junit.xsd"
 NOW = "2025-01-02T03:04:05.678Z"

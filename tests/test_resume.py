@@ -1,4 +1,4 @@
-"""The resume table (brigade.resume); what cell.json and attempt folders are trusted for (store)."""
+"""The resume table (core.taxonomy); what cell.json and attempt folders are trusted for (store)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from brigade import store
-from brigade.resume import decide, is_transient, reusable_source
+from brigade.core.taxonomy import decide, is_transient, reusable_source
+from brigade.outdir import store
 
 CELL_ID = "a" * 64
 OTHER_ID = "b" * 64

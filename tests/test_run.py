@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import FAKE_CLI, Project
 
-from brigade import schemas
+from brigade.inputs import schemas
 
 MIXED_ROSTER = {
     "agent": {"cli": FAKE_CLI, "timeout_seconds": 1.5},
@@ -281,7 +281,7 @@ def test_the_process_ends_with_its_code_and_everything_it_wrote() -> None:
     objects): what is still buffered arrives, and an output already gone is no error."""
     script = (
         "import os, sys\n"
-        "from brigade import proc\n"
+        "from brigade.run import proc\n"
         "sys.stdout.write('partial line without newline')\n"
         "sys.stderr.write('brigade: headline')\n"
         "CLOSE\n"

@@ -8,8 +8,8 @@ from conftest import Project
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brigade.identity import TrialHasher, canonical_json, cell_id, identity_payload, run_key
-from brigade.tasks import FINISHED_TASK, SINGLE_TASKS_UP_TO
+from brigade.core.identity import TrialHasher, canonical_json, cell_id, identity_payload, run_key
+from brigade.front.tasks import FINISHED_TASK, SINGLE_TASKS_UP_TO
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 SEAT = st.fixed_dictionaries(

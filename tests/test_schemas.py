@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from brigade import schemas
 from brigade.errors import InputError
+from brigade.inputs import schemas
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*.json"))

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from brigade import schemas
-from brigade.manifest import manifest_from_document
-from brigade.plan import Plan, build_plan
-from brigade.roster import roster_from_document
-from brigade.stats import describe
-from brigade.summary import PARTIAL_LABEL, build_summary, count_states, empty_counts
+from brigade.core.plan import Plan, build_plan
+from brigade.core.stats import describe
+from brigade.core.summary import PARTIAL_LABEL, build_summary, count_states, empty_counts
+from brigade.inputs import schemas
+from brigade.inputs.manifest import manifest_from_document
+from brigade.inputs.roster import roster_from_document
 
 NOW = "2025-01-02T03:04:05.678Z"
 EMPTY_STATS = {

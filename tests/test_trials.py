@@ -11,12 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brigade import schemas
-from brigade.manifest import manifest_from_document
-from brigade.plan import build_plan
-from brigade.roster import roster_from_document
-from brigade.summary import build_summary
-from brigade.trials import (
+from brigade.core.plan import build_plan
+from brigade.core.summary import build_summary
+from brigade.core.trials import (
     paired_difference,
     pass_at_k,
     pass_hat_k,
@@ -28,6 +25,9 @@ from brigade.trials import (
     wilson_interval,
     z_value,
 )
+from brigade.inputs import schemas
+from brigade.inputs.manifest import manifest_from_document
+from brigade.inputs.roster import roster_from_document
 
 # --- Wilson score interval ------------------------------------------------------
 

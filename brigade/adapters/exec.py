@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 import sys
 
-from brigade.adapters import Fault, Invocation, Reading, SeatRequest, last_line
-from brigade.roster import SeatSpec
+from brigade.adapters.base import Fault, Invocation, Reading, SeatRequest, last_line
+from brigade.core.specs import SeatSpec
 
 EX_TEMPFAIL = 75
 

@@ -1,7 +1,7 @@
 """The real `doit`, with brigade's atomic writes slowed down so a kill can land inside one.
 
 Usage: python slow_writes_doit.py [doit arguments]. Every write through
-brigade.store.atomic_write_bytes pauses $SLOW_WRITE_SECONDS (default 0.02) after
+brigade.outdir.store.atomic_write_bytes pauses $SLOW_WRITE_SECONDS (default 0.02) after
 creating its temp file (still empty) and again before renaming it (complete), and
 doit's own DB dump pauses halfway through, so the reliability tests' kill -9 often
 hits a write in progress. With $HALF_DUMP_MARKER set, the DB dump instead creates
@@ -19,14 +19,14 @@ from typing import Any
 
 import doit.dependency
 
-import brigade.store
+import brigade.outdir.store
 
 DELAY = float(os.environ.pop("SLOW_WRITE_SECONDS", "0.02"))
 HALF_DUMP_MARKER = os.environ.pop("HALF_DUMP_MARKER", None)
 
 
 class _SlowOs(ModuleType):
-    """The os module as brigade.store sees it: fchmod (temp created) and replace pause."""
+    """The os module as brigade.outdir.store sees it: fchmod (temp created) and replace pause."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(os, name)
@@ -55,7 +55,7 @@ def _slow_dump(self: Any) -> None:
         handle.write(data[len(data) // 2 :])
 
 
-brigade.store.os = _SlowOs("os")  # type: ignore[assignment]
+brigade.outdir.store.os = _SlowOs("os")  # type: ignore[assignment]
 doit.dependency.JsonDB.dump = _slow_dump  # type: ignore[method-assign]
 sys.argv = ["doit", *sys.argv[1:]]
 runpy.run_module("doit", run_name="__main__", alter_sys=True)

@@ -1,0 +1,252 @@
+"""The plan: every (case, seat, trial) cell of a manifest with its content-hashed id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from brigade.core.identity import (
+    CELL_SCHEMA,
+    TrialHasher,
+    canonical_json,
+    identity_payload,
+    run_key,
+    text_digest,
+)
+from brigade.core.specs import Manifest, Roster, SeatSpec
+from brigade.errors import InputError
+
+PLAN_SCHEMA = "brigade.eval_plan.v1"
+
+
+class Cell(NamedTuple):
+    """One cell of the plan (a named tuple: a plan of 100,000 cells builds fast)."""
+
+    cell_id: str
+    coordinate: str
+    case_id: str
+    prompt: str
+    seat: SeatSpec
+    trial: int
+    graders: tuple[dict[str, Any], ...]
+    execution_mode: str
+    run_key: str
+
+    def document(self) -> dict[str, Any]:
+        """The cell as it appears in plan.json (and at the head of its receipt)."""
+        return {
+            "cell_id": self.cell_id,
+            "coordinate": self.coordinate,
+            "case_id": self.case_id,
+            "case": {"id": self.case_id, "prompt": self.prompt},
+            "prompt": self.prompt,
+            "seat": self.seat.identity(),
+            "trial": self.trial,
+            "graders": list(self.graders),
+            "execution_mode": self.execution_mode,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """All cells of one manifest generation, plus the cells it made stale."""
+
+    name: str
+    manifest_digest: str
+    cells: tuple[Cell, ...]
+    stale_cells: tuple[dict[str, str], ...]
+    context: dict[str, str] | None = None  # manifest, roster, workspace (absolute paths)
+
+    def document(self) -> dict[str, Any]:
+        """plan.json content."""
+        doc: dict[str, Any] = {
+            "schema": PLAN_SCHEMA,
+            "name": self.name,
+            "manifest_digest": self.manifest_digest,
+            "cells": [cell.document() for cell in self.cells],
+            "stale_cells": list(self.stale_cells),
+        }
+        if self.context is not None:
+            doc["context"] = dict(self.context)
+        return doc
+
+
+def coordinate(case_id: str, seat: str, trial: int) -> str:
+    """`<case_id>:<seat>:<trial>`: the human-stable axis (not part of the identity)."""
+    return f"{case_id}:{seat}:{trial}"
+
+
+def expand(
+    manifest: Manifest,
+    roster: Roster,
+    roster_label: str,
+    known: list[list[str]] | None = None,
+) -> list[Cell]:
+    """Every cell of the manifest, case-major then seat then trial.
+
+    `known`: the [cell_id, run_key] of every cell in that order, from an
+    earlier expansion of the very same inputs (see `expansion_key`); hashing
+    is skipped then.
+    """
+    seats: list[SeatSpec] = []
+    for index, name in enumerate(manifest.seats):
+        if name not in roster.seats:
+            defined = ", ".join(sorted(roster.seats))
+            raise InputError(
+                f"{manifest.path}: seats[{index}]: seat {name!r} is not defined in "
+                f"{roster_label} (it defines: {defined})"
+            )
+        seats.append(roster.seats[name])
+    cells: list[Cell] = []
+    hashers = [TrialHasher(seat.identity(), manifest.execution_mode) for seat in seats]
+    graders_json: dict[int, str] = {}  # cases often share one graders tuple
+    for case in manifest.cases:
+        key = id(case.graders)
+        if key not in graders_json:
+            graders_json[key] = canonical_json(list(case.graders))
+        case_graders = graders_json[key]
+        for seat, hasher in zip(seats, hashers, strict=True):
+            digests: list[tuple[int, str, str]]
+            if known is not None:
+                start = len(cells) - 1
+                digests = [
+                    (trial, str(known[start + trial][0]), str(known[start + trial][1]))
+                    for trial in range(1, case.trials + 1)
+                ]
+            else:
+                digests = hasher.digests(case.id, case.prompt, case_graders, case.trials)
+            for trial, cell_id, trial_run_key in digests:
+                cells.append(
+                    Cell(
+                        cell_id=cell_id,
+                        coordinate=coordinate(case.id, seat.name, trial),
+                        case_id=case.id,
+                        prompt=case.prompt,
+                        seat=seat,
+                        trial=trial,
+                        graders=case.graders,
+                        execution_mode=manifest.execution_mode,
+                        run_key=trial_run_key,
+                    )
+                )
+    return cells
+
+
+def expansion_key(manifest: Manifest, roster: Roster, context: dict[str, str] | None) -> str | None:
+    """A digest of everything an expansion depends on; None when a seat is missing."""
+    if any(name not in roster.seats for name in manifest.seats):
+        return None
+    material = {
+        "schema": CELL_SCHEMA,
+        "manifest_digest": manifest.digest,
+        "cells": len_cells(manifest),
+        "seats": [roster.seats[name].identity() for name in manifest.seats],
+        "context": context,
+    }
+    return text_digest(canonical_json(material))
+
+
+def len_cells(manifest: Manifest) -> int:
+    """How many cells the manifest expands to."""
+    return sum(case.trials for case in manifest.cases) * len(manifest.seats)
+
+
+def stale_cells(cells: list[Cell], previous: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Cells whose coordinate had another cell_id in the previous plan generation.
+
+    Re-running the same plan keeps the stale list of its generation, so a no-op
+    resume does not forget what the last manifest edit made stale.
+    """
+    if not previous:
+        return []
+    try:
+        previous_ids = {c["coordinate"]: c["cell_id"] for c in previous["cells"]}
+        carried = [dict(entry) for entry in previous.get("stale_cells", [])]
+    except (KeyError, TypeError):
+        return []
+    current = {cell.coordinate: cell.cell_id for cell in cells}
+    if previous_ids == current:
+        return carried
+    return [
+        {"coordinate": coord, "previous_cell_id": previous_ids[coord], "cell_id": cid}
+        for coord, cid in current.items()
+        if coord in previous_ids and previous_ids[coord] != cid
+    ]
+
+
+def cells_key(
+    name: str, manifest_digest: str, cells: list[Cell], context: dict[str, str] | None
+) -> str:
+    """A digest that changes whenever plan.json would (stale cells aside)."""
+    material = canonical_json(
+        {
+            "name": name,
+            "manifest_digest": manifest_digest,
+            "context": context,
+            "cells": [cell.cell_id for cell in cells],
+        }
+    )
+    return text_digest(material)
+
+
+def build_plan(
+    manifest: Manifest,
+    roster: Roster,
+    roster_label: str,
+    previous: dict[str, Any] | None,
+    context: dict[str, str] | None = None,
+) -> Plan:
+    """Expand the manifest and compute stale cells against the previous plan.json."""
+    cells = expand(manifest, roster, roster_label)
+    return Plan(
+        name=manifest.name,
+        manifest_digest=manifest.digest,
+        cells=tuple(cells),
+        stale_cells=tuple(stale_cells(cells, previous)),
+        context=context,
+    )
+
+
+def plan_from_document(doc: dict[str, Any]) -> Plan:
+    """Rebuild a Plan from plan.json (for commands that only get an output directory)."""
+    cells = []
+    for raw in doc["cells"]:
+        seat_doc = raw["seat"]
+        seat = SeatSpec(
+            name=seat_doc["seat"],
+            cli=seat_doc["cli"],
+            model=seat_doc["model"],
+            reasoning=seat_doc["reasoning"],
+            transport=seat_doc["transport"],
+            transport_version=seat_doc["transport_version"],
+            env=dict(seat_doc["env"] or {}),
+            codex_transport=seat_doc["codex_transport"],
+        )
+        payload = identity_payload(
+            case_id=raw["case_id"],
+            prompt=raw["prompt"],
+            seat=seat_doc,
+            trial=raw["trial"],
+            graders=raw["graders"],
+            execution_mode=raw["execution_mode"],
+        )
+        cells.append(
+            Cell(
+                cell_id=raw["cell_id"],
+                coordinate=raw["coordinate"],
+                case_id=raw["case_id"],
+                prompt=raw["prompt"],
+                seat=seat,
+                trial=raw["trial"],
+                graders=tuple(raw["graders"]),
+                execution_mode=raw["execution_mode"],
+                run_key=run_key(payload),
+            )
+        )
+    return Plan(
+        name=doc["name"],
+        manifest_digest=doc["manifest_digest"],
+        cells=tuple(cells),
+        stale_cells=tuple(doc.get("stale_cells", [])),
+        context=doc.get("context"),
+    )

@@ -1,0 +1,97 @@
+"""The specs a manifest and a roster become once valid: frozen values, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+DEFAULT_TIMEOUT_SECONDS = 600.0
+DEFAULT_TRANSPORT = "direct"
+DEFAULT_CODEX_TRANSPORT = "exec"
+DEFAULT_MODE = "read-only"
+
+
+class Case(NamedTuple):
+    """One case with its prompt resolved and defaults applied (a named tuple: built fast)."""
+
+    id: str
+    prompt: str
+    trials: int
+    graders: tuple[dict[str, Any], ...]
+    prompt_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A loaded, validated manifest."""
+
+    path: Path
+    name: str
+    seats: tuple[str, ...]
+    cases: tuple[Case, ...]
+    execution_mode: str
+    roster: str | None
+    digest: str
+
+    @property
+    def directory(self) -> Path:
+        """The folder that relative paths in the manifest are resolved against."""
+        return self.path.resolve().parent
+
+
+@dataclass(frozen=True)
+class SeatSpec:
+    """One seat, with roster defaults applied."""
+
+    name: str
+    cli: str
+    model: str | None = None
+    reasoning: str | None = None
+    transport: str = DEFAULT_TRANSPORT
+    transport_version: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    codex_transport: str | None = None
+    roster_dir: str = "."
+
+    def identity(self) -> dict[str, Any]:
+        """The seat's part of the cell identity payload (frozen field set)."""
+        return dict(self._identity)
+
+    @cached_property
+    def _identity(self) -> dict[str, Any]:
+        return {
+            "seat": self.name,
+            "cli": self.cli,
+            "model": self.model,
+            "reasoning": self.reasoning,
+            "transport": self.transport,
+            "transport_version": self.transport_version,
+            "env": dict(self.env) if self.env else None,
+            "codex_transport": self.codex_transport if self.cli == "codex" else None,
+        }
+
+
+ExecutorKind = Literal["local", "dask"]
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """Where seats run: here, or on a Dask cluster (never part of a cell's identity)."""
+
+    kind: ExecutorKind = "local"
+    scheduler: str | None = None
+
+
+@dataclass(frozen=True)
+class Roster:
+    """A loaded, validated roster."""
+
+    path: Path
+    seats: Mapping[str, SeatSpec]
+    codex_transport: str
+    timeout_seconds: float
+    executor: ExecutorSpec | None = None  # the roster's `executor`, when it has one

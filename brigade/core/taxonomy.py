@@ -1,0 +1,176 @@
+"""The frozen taxonomy: cell states, what a run and its grades mean, the resume table, exit codes.
+
+Frozen by seeds/outcome-taxonomy.md and seeds/cell-identity-and-resume.md.
+Deterministic states are real statements about the seat; environmental ones
+are faults of the measurement apparatus and must never be read as seat
+performance. Every set of states the package uses is defined here, from `State`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+State = Literal[
+    "accepted",
+    "rejected",
+    "unscored",
+    "execution_error",
+    "adapter_error",
+    "grader_error",
+    "running",
+]
+FailureReason = Literal["timeout", "transport_drop", "provider_5xx"]
+# what bringing a cell up to date needs (the resume table)
+Action = Literal["skip", "regrade", "run", "reuse"]
+
+STATES: tuple[str, ...] = get_args(State)
+TERMINAL: frozenset[str] = frozenset(STATES) - {"running"}
+# the seat exited 0 and graders ran (or there were none): the output was graded
+GRADED: frozenset[str] = frozenset({"accepted", "rejected", "unscored"})
+# graded, or grading broke: a stored output graders can run on again
+GRADEABLE: frozenset[str] = GRADED | {"grader_error"}
+# terminal states whose receipt stands on a resume: nothing runs
+UP_TO_DATE: frozenset[str] = TERMINAL - {"grader_error"}
+# summary count keys: every state plus cells with no receipt yet
+COUNT_KEYS: tuple[str, ...] = STATES + ("missing",)
+
+EXIT_CLEAN = 0
+EXIT_REJECTED = 1
+EXIT_UNUSABLE = 2
+EXIT_MEASUREMENT = 3
+
+# a 5xx status: a standalone 500-599 that is not a size, a duration or a count
+_5XX = re.compile(
+    r"\b5\d\d\b(?!\s*(?:bytes?|b\b|kib|kb|mib|mb|ms|s\b|secs?|seconds?|lines?|tokens?|chars?"
+    r"|characters?|items?|files?|%))|server error|internal error|overloaded|bad gateway"
+    r"|service unavailable|gateway time-?out",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A cell's state and, when it applies, why."""
+
+    state: State
+    failure_reason: FailureReason | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What happened to the seat process, as seen by proc and the adapter."""
+
+    launched: bool
+    timed_out: bool
+    exit_code: int | None
+    fault_detail: str | None  # an apparatus fault the adapter recognised (or the launch error)
+
+
+def fault_reason(detail: str) -> FailureReason:
+    """provider_5xx when the detail names a 5xx status or a server error, else transport_drop."""
+    return "provider_5xx" if _5XX.search(detail) else "transport_drop"
+
+
+def classify_run(facts: RunFacts) -> Verdict | None:
+    """The state decided by the run alone, or None when the output goes to the graders."""
+    if not facts.launched:
+        detail = facts.fault_detail or "the seat command could not be launched"
+        return Verdict("adapter_error", fault_reason(detail), detail)
+    if facts.timed_out:
+        return Verdict("execution_error", "timeout", "the seat hit its time limit")
+    if facts.fault_detail is not None:
+        return Verdict("adapter_error", fault_reason(facts.fault_detail), facts.fault_detail)
+    if facts.exit_code != 0:
+        return Verdict("execution_error", None, f"the seat exited with status {facts.exit_code}")
+    return None
+
+
+def classify_grades(results: Sequence[dict[str, Any]]) -> Verdict:
+    """accepted / rejected / unscored / grader_error from grader_result.v1 documents."""
+    if not results:
+        return Verdict("unscored")
+    errors = [r for r in results if r["status"] == "grader_error"]
+    if errors:
+        first = errors[0]
+        return Verdict("grader_error", None, f"{first['grader_id']}: {first['detail']}")
+    if all(r["score"] >= r["score_max"] for r in results):
+        return Verdict("accepted")
+    return Verdict("rejected")
+
+
+def cell_score(results: Sequence[dict[str, Any]]) -> float | None:
+    """Mean grader score when every grader scored; None otherwise (no graders or an error)."""
+    if not results or any(r["status"] != "scored" for r in results):
+        return None
+    return sum(float(r["score"]) for r in results) / len(results)
+
+
+def is_measurement_failure(state: str | None, failure_reason: str | None) -> bool:
+    """adapter_error, grader_error and timed-out execution_error are apparatus faults."""
+    return state in ("adapter_error", "grader_error") or (
+        state == "execution_error" and failure_reason == "timeout"
+    )
+
+
+def is_real_failure(state: str | None, failure_reason: str | None) -> bool:
+    """rejected and non-timeout execution_error are real statements about the seat."""
+    return state == "rejected" or (state == "execution_error" and failure_reason != "timeout")
+
+
+def is_transient(receipt: Mapping[str, Any]) -> bool:
+    """What --retry-transient re-runs: the measurement failures a new attempt may cure
+    (adapter_error and timed-out execution_error; grader_error is re-graded instead)."""
+    state = receipt.get("state")
+    return state != "grader_error" and is_measurement_failure(state, receipt.get("failure_reason"))
+
+
+def exit_bucket(cells: Iterable[tuple[str | None, str | None]]) -> int:
+    """0 clean, 1 a real failure, 3 a measurement failure or unfinished cells (dominates 1)."""
+    bucket = EXIT_CLEAN
+    for state, reason in cells:
+        if state not in TERMINAL or is_measurement_failure(state, reason):
+            return EXIT_MEASUREMENT
+        if is_real_failure(state, reason):
+            bucket = EXIT_REJECTED
+    return bucket
+
+
+def outcome_name(bucket: int, incomplete: bool) -> str:
+    """The summary's word for an exit bucket."""
+    if incomplete:
+        return "incomplete"
+    return {EXIT_CLEAN: "clean", EXIT_REJECTED: "rejected"}.get(bucket, "measurement_failure")
+
+
+def decide(receipt: Mapping[str, Any] | None, *, retry_transient: bool, reusable: bool) -> Action:
+    """One row of the resume table (seeds/cell-identity-and-resume.md).
+
+    - accepted / rejected / unscored / execution_error / adapter_error: skip,
+      except adapter_error and timed-out execution_error under --retry-transient
+    - grader_error: regrade from the stored output, no seat run
+    - running (crashed or in flight), missing, corrupt, any other state: a new
+      attempt, which reuses the seat run of a cell differing only in graders
+      when there is one (`reusable`)
+    """
+    state = receipt.get("state") if receipt is not None else None
+    state = state if isinstance(state, str) else None
+    if receipt is not None and state in UP_TO_DATE:
+        if retry_transient and is_transient(receipt):
+            return "run"
+        return "skip"
+    if state == "grader_error":
+        return "regrade"
+    return "reuse" if reusable else "run"
+
+
+def reusable_source(receipt: Mapping[str, Any] | None, *, retry_transient: bool) -> bool:
+    """Whether a receipt's seat run may be graded for a cell differing only in graders."""
+    if receipt is None or receipt.get("state") not in TERMINAL:
+        return False
+    if retry_transient and is_transient(receipt):
+        return False  # the user asked for transient faults to be run again
+    return True

@@ -1,0 +1,457 @@
+"""The `brigade` command: parse, call one library function, map errors to exit 2.
+
+Each command imports what only it needs, so `brigade run` starts as fast as `doit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from brigade import __version__
+from brigade.core.plan import Plan, expand, plan_from_document
+from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT
+from brigade.errors import BrigadeError, InputError
+from brigade.front.session import Options, default_out, grader_warnings, load_inputs, plan_only
+from brigade.outdir import lock, store
+from brigade.outdir.results import current_receipts, read_plan_document, summarize, write_summary
+from brigade.run import proc
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag on one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _add_inputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("manifest", type=Path, help="manifest file (YAML or JSON)")
+    parser.add_argument(
+        "--roster",
+        type=Path,
+        help="roster file (default: the manifest's `roster` key, else roster.yaml beside it)",
+    )
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check a manifest and its roster; exit 0 when they are valid, 2 when not.
+
+    Graders that would record grader_error (a bad pattern, an unknown type) are
+    reported as warnings: they do not stop a run, they are recorded as faults.
+    """
+    manifest, roster, label = load_inputs(args.manifest, args.roster)
+    cells = expand(manifest, roster, label)
+    for warning in grader_warnings(manifest):
+        print(f"warning: {warning}", file=sys.stderr)
+    print(
+        f"{args.manifest}: ok: {len(manifest.cases)} case(s) x {len(manifest.seats)} seat(s) "
+        f"= {len(cells)} cell(s), roster {label}"
+    )
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Print the plan (every cell with its id) as JSON on stdout; writes nothing.
+
+    Stale cells are computed against the plan.json already in the output directory.
+    """
+    plan, _ = plan_only(
+        Options(manifest=args.manifest, roster=args.roster, out=args.out, workspace=args.workspace)
+    )
+    # indented on a terminal; compact (and fast for big plans) into a pipe or file
+    indent = 2 if sys.stdout.isatty() else None
+    separators = None if indent else (",", ":")
+    text = json.dumps(plan.document(), indent=indent, separators=separators, ensure_ascii=False)
+    sys.stdout.write(text + "\n")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Bring every cell up to date through doit (the same tasks `doit` runs).
+
+    Finished cells are skipped, crashed ones re-run as new attempts, grader
+    faults are re-graded from stored output. Exit 0: only accepted/unscored;
+    1: a real failure of a seat; 3: a measurement failure; 2: could not start.
+    With --executor dask the seats run on a Dask cluster's workers (see README).
+    """
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    from brigade.front.session import open_session
+    from brigade.front.tasks import namespace, run_info
+
+    if args.jobs < 1:
+        raise InputError(f"-n/--jobs: must be at least 1, got {args.jobs}")
+    options = Options(
+        manifest=args.manifest,
+        roster=args.roster,
+        out=args.out,
+        workspace=args.workspace,
+        retry_transient=args.retry_transient,
+        wait=args.wait,
+        always=args.always,
+        executor=args.executor,
+        scheduler=args.scheduler,
+    )
+    inputs = load_inputs(options.manifest, options.roster)
+    workspace = (options.workspace or Path.cwd()).absolute()
+    # hold the lock before scanning, so the scan sees a quiet output directory
+    out = (options.out or default_out(workspace, inputs[0].name)).absolute()
+    lock.acquire(out, wait=args.wait)
+    session = open_session(options, inputs)
+    info = run_info(session)
+    doit_args = ["run"] + (["-n", str(args.jobs)] if args.jobs > 1 else [])
+    try:
+        code = DoitMain(ModuleTaskLoader(namespace(session, info)), config_filenames=()).run(
+            doit_args
+        )
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    return int(code)
+
+
+def _output_dir(value: Path | None) -> Path:
+    """An output directory argument, or the only one under ./.brigade/evals."""
+    if value is not None:
+        return value.absolute()
+    here = Path.cwd()
+    if (here / store.PLAN_FILE).exists():
+        return here
+    found = sorted((here / ".brigade" / "evals").glob(f"*/{store.PLAN_FILE}"))
+    if len(found) == 1:
+        return found[0].parent
+    if not found:
+        raise InputError("no output directory given and none found under ./.brigade/evals")
+    names = ", ".join(p.parent.name for p in found)
+    raise InputError(f"several output directories under ./.brigade/evals ({names}); name one")
+
+
+def _load_plan(out: Path) -> Plan:
+    try:
+        return plan_from_document(read_plan_document(out))
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"{out / store.PLAN_FILE}: not a valid plan ({exc})") from None
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    """Re-run graders on every current cell's stored output; never starts a seat.
+
+    Each stored final.txt is checked against the receipt's output_digest first;
+    on any mismatch nothing is regraded and the command exits 2.
+    """
+    from brigade.outdir.export import export
+    from brigade.run.runner import RunContext, regrade, verify_output
+
+    out = _output_dir(args.dir)
+    plan = _load_plan(out)
+    context = plan.context or {}
+    workspace = _plan_workspace(plan)
+    manifest_dir = Path(context["manifest"]).parent if "manifest" in context else Path.cwd()
+    ctx = RunContext(
+        out=out,
+        workspace=workspace,
+        manifest_dir=manifest_dir,
+        manifest_digest=plan.manifest_digest,
+    )
+    lock.acquire(out, wait=args.wait)
+    gradeable = []
+    for cell in plan.cells:
+        receipt = store.read_receipt(out, cell.cell_id).receipt
+        if receipt and receipt["state"] in ("accepted", "rejected", "unscored", "grader_error"):
+            verify_output(ctx, receipt)
+            gradeable.append((cell, receipt))
+    changed = 0
+    for cell, receipt in gradeable:
+        # one sync for the batch below instead of an fsync per receipt
+        updated = regrade(ctx, cell, receipt, durable=False, verified=True)
+        changed += updated["state"] != receipt["state"]
+    os.sync()
+    summary = write_summary(out, plan)
+    export(out, plan, workspace=workspace)
+    print(
+        f"regraded {len(gradeable)} cell(s) from stored output ({changed} changed state); "
+        f"{_counts_line(summary['counts'])}"
+    )
+    return int(summary["exit_code"])
+
+
+def _counts_line(counts: dict[str, int]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in counts.items() if value) or "no cells"
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    """Print the results of an output directory's current plan (exit code = its bucket)."""
+    out = _output_dir(args.dir)
+    summary = summarize(out, _load_plan(out))
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        failures = summary["measurement_failures"]
+        print(f"{summary['name']}: {summary['total_cells']} cells")
+        print(f"  {_counts_line(summary['counts'])}")
+        print(
+            f"  measurement failures: {failures['total']} (adapter_error "
+            f"{failures['adapter_error']}, grader_error {failures['grader_error']}, "
+            f"timeout {failures['timeout']})"
+        )
+        stale = sum(summary["stale_counts"].values())
+        if stale:
+            print(f"  stale cells (not counted): {_counts_line(summary['stale_counts'])}")
+        mean = summary["scores"]["all"]["mean"]
+        if mean is not None:
+            print(
+                f"  mean score: {mean:.3f} over {summary['scores']['all']['count']} graded cell(s)"
+            )
+        print(f"  outcome: {summary['outcome']} (exit {summary['exit_code']})")
+    return int(summary["exit_code"])
+
+
+def show_table(summary: dict[str, Any]) -> str:
+    """A seat x state table of a summary, as text."""
+    keys = [k for k in COUNT_KEYS if any(s["counts"][k] for s in summary["by_seat"].values())]
+    keys = keys or ["accepted"]
+    width = max([4, *(len(seat) for seat in summary["by_seat"])])
+    lines = ["seat".ljust(width) + "".join(f"  {k:>{max(len(k), 3)}}" for k in keys)]
+    for seat, data in summary["by_seat"].items():
+        lines.append(
+            seat.ljust(width) + "".join(f"  {data['counts'][k]:>{max(len(k), 3)}}" for k in keys)
+        )
+    lines.append(
+        "total".ljust(width) + "".join(f"  {summary['counts'][k]:>{max(len(k), 3)}}" for k in keys)
+    )
+    return "\n".join(lines)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Show counts per state for each seat and the seat x case matrix (--json: the summary)."""
+    from brigade.report.render import text_matrix
+
+    out = _output_dir(args.dir)
+    summary = summarize(out, _load_plan(out))
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{summary['name']}: {summary['total_cells']} cells, outcome {summary['outcome']}")
+    print(show_table(summary))
+    print()
+    print(text_matrix(summary))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write JUnit XML and a self-contained HTML report of an output directory's results.
+
+    Without --junit/--html/--json: writes DIR/report/junit.xml and DIR/report/index.html
+    (what the final doit task writes). --json prints the report's data on stdout.
+    Reports are projected like the export (no prompts, no absolute paths, no env
+    values) and checked for leaks: a leak is listed and the command exits 3.
+    Otherwise the exit code is the results' bucket, as for `brigade summary`.
+    """
+    from brigade.report.build import (
+        HTML_FILE,
+        JUNIT_FILE,
+        REPORT_DIR,
+        build_report,
+        report_document,
+        write_files,
+    )
+
+    out = _output_dir(args.dir)
+    plan = _load_plan(out)
+    receipts = current_receipts(out, plan)
+    summary = summarize(out, plan, receipts)
+    report = build_report(out, plan, receipts, summary, workspace=Path.cwd())
+    if args.json:
+        json.dump(report_document(report), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    junit, html_file = args.junit, args.html
+    if junit is None and html_file is None and not args.json:
+        junit, html_file = out / REPORT_DIR / JUNIT_FILE, out / REPORT_DIR / HTML_FILE
+    result = write_files(out, report, junit=junit, html_file=html_file)
+    for leak in result.leaks:
+        print(f"brigade: leak: {leak}", file=sys.stderr)
+    if result.leaks:
+        return EXIT_MEASUREMENT
+    for path in result.files:
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+    return int(summary["exit_code"])
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write projected receipts, plan and summary (no prompts, no absolute paths, no env values).
+
+    The export is checked for leaks; any leak is listed and the command exits 3.
+    """
+    from brigade.outdir.export import export
+
+    out = _output_dir(args.dir)
+    plan = _load_plan(out)
+    # the run's own workspace, as doit's export uses: the same export state serves both
+    result = export(out, plan, dest=args.to, workspace=_plan_workspace(plan))
+    for leak in result.leaks:
+        print(f"brigade: leak: {leak}", file=sys.stderr)
+    if result.leaks:
+        return EXIT_MEASUREMENT
+    print(f"exported {result.files} file(s) to {result.dest}")
+    return 0
+
+
+def _plan_workspace(plan: Plan) -> Path:
+    """The workspace the plan was run in (its context), else the current folder."""
+    return Path((plan.context or {}).get("workspace", str(Path.cwd())))
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check each seat can launch here: its program on PATH and its version.
+
+    With a manifest, checks the manifest's seats; with only --roster, every seat
+    of the roster. One line per seat; exit 1 when a seat cannot launch.
+    """
+    from brigade.inputs.roster import load_roster
+    from brigade.run.doctor import check_seat
+
+    if args.manifest is not None:
+        manifest, roster, _ = load_inputs(args.manifest, args.roster)
+        names = [n for n in manifest.seats if n in roster.seats]
+    elif args.roster is not None:
+        roster = load_roster(args.roster)
+        names = list(roster.seats)
+    else:
+        raise InputError("doctor: give a MANIFEST or --roster ROSTER")
+    workspace = Path.cwd()
+    checks = [check_seat(roster.seats[name], workspace) for name in names]
+    width = max(len(c.seat) for c in checks)
+    for check in checks:
+        if check.ok:
+            version = check.version or "version unknown"
+            print(
+                f"{check.seat:<{width}}  ok       {check.executable}  ({version}; "
+                f"read-only: {check.read_only_enforcement})"
+            )
+        else:
+            print(f"{check.seat:<{width}}  MISSING  {check.program}: not found (cli {check.cli})")
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (their docstrings are the help)."""
+    parser = _Parser(
+        prog="brigade",
+        description="Run a battery of cases against agent CLIs as an incremental doit build.",
+    )
+    parser.add_argument("--version", action="version", version=f"brigade {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, handler: Handler) -> argparse.ArgumentParser:
+        doc = handler.__doc__ or ""
+        sub = commands.add_parser(
+            name,
+            help=doc.splitlines()[0],
+            description=doc,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = command("validate", cmd_validate)
+    _add_inputs(sub)
+
+    sub = command("plan", cmd_plan)
+    _add_inputs(sub)
+    sub.add_argument("--out", type=Path, help="output directory (for stale cells)")
+    sub.add_argument("--workspace", type=Path, help="workspace (default: current directory)")
+
+    sub = command("run", cmd_run)
+    _add_inputs(sub)
+    sub.add_argument(
+        "--out", type=Path, help="output directory (default: <workspace>/.brigade/evals/<name>)"
+    )
+    sub.add_argument("--workspace", type=Path, help="where seats run (default: current directory)")
+    sub.add_argument("-n", "--jobs", type=int, default=1, help="cells to run in parallel")
+    sub.add_argument(
+        "--retry-transient",
+        action="store_true",
+        help="re-run adapter_error and timed-out cells as new attempts",
+    )
+    sub.add_argument("--always", action="store_true", help="run every cell again as a new attempt")
+    sub.add_argument(
+        "--wait", action="store_true", help="wait for another run on the same output directory"
+    )
+    sub.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        help="where seats run: here (local) or on a Dask cluster (default: the roster's "
+        "`executor`, else local)",
+    )
+    sub.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="the Dask scheduler, e.g. tcp://host:8786 (default: the roster's executor.scheduler)",
+    )
+
+    sub = command("regrade", cmd_regrade)
+    sub.add_argument("dir", nargs="?", type=Path, help="output directory")
+    sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
+
+    sub = command("summary", cmd_summary)
+    sub.add_argument("dir", type=Path, help="output directory")
+    sub.add_argument("--json", action="store_true", help="print summary JSON")
+
+    sub = command("show", cmd_show)
+    sub.add_argument("dir", type=Path, help="output directory")
+    sub.add_argument("--json", action="store_true", help="print summary JSON")
+
+    sub = command("report", cmd_report)
+    sub.add_argument("dir", type=Path, help="output directory")
+    sub.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML to FILE")
+    sub.add_argument("--html", type=Path, metavar="FILE", help="write the HTML report to FILE")
+    sub.add_argument("--json", action="store_true", help="print the report's data as JSON")
+
+    sub = command("doctor", cmd_doctor)
+    sub.add_argument("manifest", nargs="?", type=Path, help="manifest whose seats to check")
+    sub.add_argument("--roster", type=Path, help="roster file")
+
+    sub = command("export", cmd_export)
+    sub.add_argument("dir", type=Path, help="output directory")
+    sub.add_argument("--to", type=Path, help="destination (default: <dir>/export)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `brigade` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args))
+    except BrigadeError as exc:
+        print(f"brigade: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("brigade: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # output piped into `head` and the like: stop quietly, like cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def console() -> NoReturn:
+    """The `brigade` console script: `main`, then the process ends at once (proc.end_process)."""
+    proc.end_process(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    console()

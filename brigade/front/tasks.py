@@ -1,0 +1,402 @@
+"""Wire a session into doit: a plan task, a task per cell, a grade task per cell, a summary task.
+
+Up-to-date is decided at load time from the output directory (the source of
+truth), never from doit's DB; every action decides again from disk when it
+runs, so a stale decision can only cost a no-op.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from doit import create_after
+from doit.exceptions import TaskFailed
+
+from brigade.core.plan import PLAN_SCHEMA, Cell, Plan
+from brigade.core.specs import ExecutorKind
+from brigade.errors import BrigadeError
+from brigade.front.reporter import REFUSED, RunInfo, make_reporter
+from brigade.front.session import Options, Session, open_session, save_indexes
+from brigade.outdir import store
+from brigade.outdir.export import export, secrets_for
+from brigade.outdir.results import (
+    current_receipts,
+    remember_summary,
+    summary_current,
+    summary_key,
+    write_summary,
+)
+from brigade.report.build import untouched as report_untouched
+from brigade.report.build import write_report
+from brigade.run.runner import bring_up_to_date, regrade_if_needed
+
+DOIT_BACKEND = "json"
+# Up to this many cells every cell is its own task (`doit list` shows each);
+# above it, finished cells are collected in one task so a no-op resume of a
+# large battery stays close to the cost of reading its receipts.
+SINGLE_TASKS_UP_TO = 1000
+FINISHED_TASK = "cell:finished"
+CELLS_GROUP = "cell"  # the delayed creator of the cell tasks, and a task needing them all
+
+
+def _states_line(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
+
+
+# the output directory's storage failing: a full disk, a read-only or forbidden folder
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
+    """Run an action; bad input, tampering or unwritable storage fails the task on one line
+    (a TaskFailed the action returns is passed on)."""
+    try:
+        result = function(*args)
+    except BrigadeError as exc:
+        return TaskFailed(REFUSED + str(exc))
+    except OSError as exc:
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        where = exc.filename or "the output directory"
+        return TaskFailed(REFUSED + f"cannot write to {where}: {exc.strerror}")
+    return result if isinstance(result, TaskFailed) else None
+
+
+def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> None:
+    """Write plan.json (the output directory is created here) and its index.
+
+    The index also keeps the cell ids with the key of the inputs they were
+    expanded from, so the next load of the same inputs need not hash them.
+    """
+    document = plan.document()
+    out.mkdir(parents=True, exist_ok=True)
+    store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA, sample=True, compact=True)
+    index = {
+        "key": key,
+        "stat": store.stat_key(out / store.PLAN_FILE),
+        "stale_cells": document["stale_cells"],
+        "inputs": inputs,
+        "ids": [[cell.cell_id, cell.run_key] for cell in plan.cells],
+    }
+    store.atomic_write_bytes(out / store.PLAN_INDEX, json.dumps(index).encode(), durable=False)
+
+
+def finalize(
+    out: Path,
+    plan: Plan,
+    workspace: Path,
+    known: Mapping[str, Mapping[str, Any] | None],
+    plan_key: str = "",
+    untouched: bool = False,
+) -> TaskFailed | None:
+    """Write summary.json, the export and the reports; fail if either leaks anything.
+
+    `known` holds the receipts of cells that were up to date when the run started
+    (the run holds the lock, so they are unchanged); the others are read again.
+    `untouched`: no cell ran and no receipt changed since the last run, so a
+    summary.json written for this plan still holds; only the leak checks run.
+    """
+    # every other task of this run is done: temp files left in the top folder by an
+    # interrupted earlier run (summary, indexes, plan) are nobody's now
+    store.remove_stale_temps(out)
+    receipts = current_receipts(out, plan, known)
+    key = summary_key(plan_key)
+    same = untouched and summary_current(out, key)
+    summary: dict[str, Any] | None = None
+    if not same:
+        summary = write_summary(out, plan, receipts)
+        remember_summary(out, key, summary)
+    # one set of secrets (and one matcher over them) for the export and the report
+    secrets = secrets_for(out.absolute(), plan, workspace)
+    result = export(
+        out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same, secrets=secrets
+    )
+    # report/junit.xml and report/index.html leave the output directory too: same check
+    leaks = result.leaks
+    if not (same and report_untouched(out, plan, workspace, secrets)):
+        if summary is None:
+            summary = store.read_json(out / store.SUMMARY_FILE) or write_summary(
+                out, plan, receipts
+            )
+        leaks += write_report(
+            out, plan, receipts, summary, workspace=workspace, secrets=secrets
+        ).leaks
+    if leaks:
+        listed = "; ".join(str(leak) for leak in leaks[:5])
+        more = f" (and {len(leaks) - 5} more)" if len(leaks) > 5 else ""
+        return TaskFailed(f"export leak check failed: {listed}{more}")
+    return None
+
+
+def dep_file(out: Path) -> str:
+    """doit's DB file. A truncated one (a killed doit) is dropped: it is only a cache."""
+    path = out / store.DEP_FILE
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return str(path)  # missing: doit starts a fresh one
+    try:
+        json.loads(data)  # a truncated DB may well end in "}", or be empty
+    except ValueError:
+        path.unlink(missing_ok=True)
+    return str(path)
+
+
+def cell_task_name(coordinate: str) -> str:
+    """`cell:<case>:<seat>:<trial>`."""
+    return f"cell:{coordinate}"
+
+
+def run_info(session: Session) -> RunInfo:
+    """The reporter's view of the session."""
+    notes = list(session.warnings)
+    stale = len(session.plan.stale_cells)
+    if stale and session.resumed:
+        notes.append(
+            f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier manifest "
+            "(kept on disk, not counted; listed in plan.json stale_cells)"
+        )
+    return RunInfo(
+        out=session.out,
+        plan=session.plan,
+        total=len(session.plan.cells),
+        wait=session.options.wait,
+        notes=notes,
+        start=session.cluster.start if session.cluster is not None else None,
+    )
+
+
+def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
+    """DOIT_CONFIG and task generators for a session (what dodo.py exposes)."""
+    info = info or run_info(session)
+    plan, ctx, out = session.plan, session.ctx, session.out
+    always = session.options.always
+    cluster = session.cluster
+    submit = cluster.submit if cluster is not None else None
+    collect = cluster.collect if cluster is not None else None
+    # large plans: finished cells share one task (doit spends ~50 us per task)
+    share = len(plan.cells) > SINGLE_TASKS_UP_TO and not always
+    unchanged: dict[str, Any] = {}  # cell_id -> receipt of the cells up to date
+    own_cells: list[Cell] = []  # cells with a task of their own
+    for cell in plan.cells:
+        cell_id = cell.cell_id
+        seen = session.recorded[cell_id]
+        if session.actions[cell_id] == "skip" and not always:
+            unchanged[cell_id] = seen.receipt
+            if share:
+                info.collected[seen.state or "missing"] += 1
+                continue
+        own_cells.append(cell)
+        info.cell_tasks[cell_task_name(cell.coordinate)] = cell_id
+        info.loaded_states[cell_id] = seen.state
+    collected = sum(info.collected.values())
+    own_tasks = list(info.cell_tasks)
+    # nothing to run and no receipt changed since the last run: its summary still holds
+    untouched = (
+        session.plan_is_current
+        and not session.receipt_index_changed
+        and not always
+        and len(unchanged) == len(plan.cells)
+    )
+
+    def task_plan() -> dict[str, Any]:
+        """Write plan.json for the current manifest."""
+        return {
+            "actions": [(guarded, [write_plan, out, plan, session.plan_key, session.plan_inputs])],
+            "uptodate": [session.plan_is_current and not always],
+        }
+
+    # Created only once `plan` has run, and only when something needs them (a
+    # default run, `doit cell:...`, the summary): `doit plan` of a big battery
+    # never builds a doit task per cell. `doit list` still creates and lists all.
+    @create_after(executed="plan")
+    def task_cell() -> Iterator[dict[str, Any]]:
+        """Every cell (each one is its own task below)."""
+        yield {
+            "basename": CELLS_GROUP,
+            "doc": "every cell of the plan",
+            "actions": None,
+            "task_dep": [*own_tasks, *([FINISHED_TASK] if collected else [])],
+        }
+        if collected:
+            yield {
+                "basename": FINISHED_TASK,
+                "doc": f"{collected} finished cells ({_states_line(info.collected)}); "
+                "brigade show lists them",
+                "actions": [],
+                "uptodate": [True],
+            }
+        for cell in own_cells:
+            action = "run" if always else session.actions[cell.cell_id]
+            state = info.loaded_states[cell.cell_id] or "not run"
+            yield {
+                "basename": cell_task_name(cell.coordinate),
+                "doc": f"{state}: {cell.case_id} on {cell.seat.name}, trial {cell.trial}",
+                "actions": [
+                    (
+                        guarded,
+                        [
+                            bring_up_to_date,
+                            ctx,
+                            cell,
+                            session.reuse.get(cell.cell_id),
+                            always,
+                            submit,
+                        ],
+                    )
+                ],
+                "task_dep": ["plan"],
+                "uptodate": [action in ("skip", "regrade")],
+            }
+
+    def task_grade() -> Iterator[dict[str, Any]]:
+        """Re-grade cells whose grader broke, from stored output (no seat run)."""
+        yield {"basename": "grade", "name": None, "doc": task_grade.__doc__}
+        for cell in plan.cells:
+            if session.actions[cell.cell_id] != "regrade" or always:
+                continue  # cells that run are graded by their own task
+            yield {
+                "name": cell.coordinate,
+                "actions": [(guarded, [regrade_if_needed, ctx, cell])],
+                # its cell task is up to date (it only grades): no need to wait for it
+                "task_dep": ["plan"],
+                "uptodate": [session.actions[cell.cell_id] != "regrade" and not always],
+            }
+
+    def task_collect() -> dict[str, Any]:
+        """Wait for the seat runs on the Dask cluster and record each as it finishes."""
+        return {
+            "actions": [(guarded, [collect, _progress(info)])],
+            # cell tasks only submit (and write `running`); one task waits for them all,
+            # so a thousand cells in flight need no thousand local threads
+            "task_dep": [CELLS_GROUP],
+            "uptodate": [False],
+        }
+
+    def task_summary() -> dict[str, Any]:
+        """Write summary.json and the export, and check the export leaks nothing."""
+        return {
+            "actions": [
+                (
+                    guarded,
+                    [
+                        finalize,
+                        out,
+                        plan,
+                        session.workspace,
+                        unchanged,
+                        session.plan_key,
+                        untouched,
+                    ],
+                ),
+                (guarded, [save_indexes, session]),
+            ],
+            # after every cell task and every regrade (doit -n runs tasks as soon as
+            # their own dependencies are done)
+            "task_dep": ["plan", "grade", CELLS_GROUP, *(["collect"] if cluster else [])],
+            "uptodate": [False],
+        }
+
+    config = {
+        "backend": DOIT_BACKEND,
+        "dep_file": dep_file(out),
+        "reporter": make_reporter(info),
+        # seats are subprocesses: threads are enough and need no pickling or fork
+        "par_type": "thread",
+    }
+    generators = {
+        "DOIT_CONFIG": config,
+        "task_plan": task_plan,
+        "task_cell": task_cell,
+        "task_grade": task_grade,
+        "task_summary": task_summary,
+    }
+    if cluster is not None:
+        generators["task_collect"] = task_collect
+    return generators
+
+
+def _progress(info: RunInfo) -> Callable[[str | None], None]:
+    """Counts a cell recorded by the collect task on the reporter's progress line."""
+
+    def count(state: str | None) -> None:
+        if info.count is not None:
+            info.count(state)
+
+    return count
+
+
+# doit command-line variables (`doit manifest=PATH ...`) and what they mean
+DOIT_VARIABLES = (
+    "manifest",
+    "roster",
+    "out",
+    "workspace",
+    "retry_transient",
+    "wait",
+    "always",
+    "executor",
+    "scheduler",
+)
+EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
+DEFAULT_MANIFEST = "manifests/demo.yaml"
+
+
+def _flag(name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise BrigadeError(f"doit variable {name}={value!r}: use 1 or 0")
+
+
+def options_from_variables(variables: dict[str, str]) -> Options:
+    """Options from doit command-line variables; unknown names are refused."""
+    unknown = sorted(set(variables) - set(DOIT_VARIABLES))
+    if unknown:
+        raise BrigadeError(
+            f"unknown doit variable {unknown[0]!r} (known: {', '.join(DOIT_VARIABLES)})"
+        )
+
+    def path(name: str) -> Path | None:
+        value = variables.get(name)
+        return Path(value) if value else None
+
+    return Options(
+        manifest=path("manifest") or Path(DEFAULT_MANIFEST),
+        roster=path("roster"),
+        out=path("out"),
+        workspace=path("workspace"),
+        retry_transient=_flag("retry_transient", variables.get("retry_transient", "0")),
+        wait=_flag("wait", variables.get("wait", "0")),
+        always=_flag("always", variables.get("always", "0")),
+        executor=_executor(variables.get("executor")),
+        scheduler=variables.get("scheduler") or None,
+    )
+
+
+def _executor(value: str | None) -> ExecutorKind | None:
+    if not value:
+        return None
+    for kind in EXECUTORS:
+        if value.strip().lower() == kind:
+            return kind
+    raise BrigadeError(f"doit variable executor={value!r}: use local or dask")
+
+
+def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
+    """Everything dodo.py exposes; bad input prints one line and exits 2."""
+    try:
+        session = open_session(options_from_variables(variables))
+    except BrigadeError as exc:
+        sys.stderr.write(f"brigade: {exc}\n")
+        raise SystemExit(exc.exit_code) from None
+    info = run_info(session)
+    info.end_process = True
+    return namespace(session, info)

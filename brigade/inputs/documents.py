@@ -1,0 +1,178 @@
+"""Read YAML and JSON input documents strictly, with one-line errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from brigade.core.jsonpath import format_path
+from brigade.errors import InputError
+
+if TYPE_CHECKING:  # yaml is imported when a YAML document is first parsed
+    import yaml
+
+
+@cache
+def _yaml_loader() -> type[yaml.SafeLoader]:
+    """A SafeLoader that refuses duplicate keys and keeps dates as strings."""
+    import yaml
+
+    try:  # the C loader is several times faster on large manifests
+        base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+    except AttributeError:  # pragma: no cover - libyaml missing
+        base = yaml.SafeLoader
+
+    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+        explicit = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
+        # merged keys (`<<: *base`) come first after flattening; explicit keys override them
+        loader.flatten_mapping(node)
+        merged = len(node.value) - explicit
+        result: dict[Any, Any] = {}
+        seen: set[Any] = set()
+        for position, (key_node, value_node) in enumerate(node.value):
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a plain value", key_node.start_mark
+                ) from None
+            if position >= merged:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key)
+            result[key] = loader.construct_object(value_node, deep=True)
+        return result
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    # Dates and times stay strings: a manifest is JSON-shaped data.
+    StrictLoader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return StrictLoader
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_text(text: str, *, json_only: bool, label: str) -> Any:
+    """Parse a document's text; raise InputError naming `label` on any problem."""
+    try:
+        if json_only:
+            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return _load_yaml(text, label)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{label}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{label}: the document is nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"{label}: {_one_line(str(exc))}") from None
+
+
+def _load_yaml(text: str, label: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"{label}: {where}{problem}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{label}: invalid YAML: {_one_line(str(exc))}") from None
+
+
+def read_bytes(path: Path, label: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{label}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{label}: is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{label}: cannot read: {exc.strerror}") from None
+
+
+def parse_document(data: bytes, path: Path, label: str) -> Any:
+    text = decode_utf8(data, label)
+    doc = parse_text(text, json_only=path.suffix.lower() == ".json", label=label)
+    check_json_shaped(doc, label)
+    return doc
+
+
+def read_document(path: Path, label: str | None = None) -> Any:
+    """Read a YAML or JSON file (JSON when the name ends in .json)."""
+    label = label or str(path)
+    return parse_document(read_bytes(path, label), path, label)
+
+
+def decode_utf8(data: bytes, label: str) -> str:
+    """Decode UTF-8 (a leading BOM is allowed) or raise InputError."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{label}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
+# Later steps (copying, validating, hashing) recurse once per level of nesting,
+# and YAML aliases can expand a small file into billions of values: both are
+# refused here, before anything else walks the document.
+MAX_NESTING = 200
+MAX_VALUES = 10_000_000
+
+
+def check_json_shaped(doc: Any, label: str) -> None:
+    """Refuse values JSON cannot carry (non-string keys, NaN, binary, sets), documents
+    nested more than MAX_NESTING levels and documents (YAML aliases expanded) of more
+    than MAX_VALUES values."""
+    stack: list[tuple[Any, tuple[Any, ...], int]] = [(doc, (), 0)]
+    seen = 0
+    while stack:
+        value, path, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise InputError(f"{label}: more than {MAX_VALUES} values (YAML aliases expanded)")
+        if isinstance(value, (dict, list)) and depth >= MAX_NESTING:
+            raise InputError(
+                f"{label}: the document is nested too deeply (more than {MAX_NESTING} levels)"
+            )
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise InputError(f"{label}: {format_path(path)}: key {key!r} must be a string")
+                stack.append((item, (*path, key), depth + 1))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                stack.append((item, (*path, index), depth + 1))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"{label}: {format_path(path)}: {value} is not a JSON number")
+        elif value is not None and not isinstance(value, (str, int, float, bool)):
+            raise InputError(
+                f"{label}: {format_path(path)}: a {type(value).__name__} value is not allowed"
+            )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,101 @@
+"""Manifests: the cases (prompt + graders) of an evaluation and the seats to run them on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from brigade.core.identity import canonical_json, normalize_prompt, text_digest
+from brigade.core.specs import DEFAULT_MODE, Case, Manifest
+from brigade.errors import InputError
+from brigade.inputs import schemas
+from brigade.inputs.documents import decode_utf8
+from brigade.inputs.validated import read_valid_document
+
+MANIFEST_SCHEMA = "brigade.eval_manifest.v1"
+
+
+def load_manifest(path: Path, label: str | None = None) -> Manifest:
+    """Read, validate and resolve a manifest; InputError (exit 2) on any problem."""
+    label = label or str(path)
+    doc = read_valid_document(path, label, MANIFEST_SCHEMA)
+    return manifest_from_document(doc, path, label, validated=True)
+
+
+def manifest_from_document(
+    doc: Any, path: Path, label: str, *, validated: bool = False
+) -> Manifest:
+    """Validate a parsed manifest document (unless already done) and resolve its cases."""
+    if not validated:
+        schemas.check_input(doc, MANIFEST_SCHEMA, label)
+    base = path.resolve().parent
+    default_trials = doc.get("trials", 1)
+    default_graders = tuple(doc.get("graders", []))  # one tuple, shared by the cases
+    resolved_cases: list[dict[str, Any]] = []
+    cases: list[Case] = []
+    first_index: dict[str, int] = {}
+    for index, raw in enumerate(doc["cases"]):
+        case_id = raw["id"]
+        if case_id in first_index:
+            raise InputError(
+                f"{label}: cases[{index}].id: duplicate case id {case_id!r} "
+                f"(first used at cases[{first_index[case_id]}])"
+            )
+        first_index[case_id] = index
+        if "prompt_file" in raw:
+            prompt = _read_prompt_file(
+                base, raw["prompt_file"], f"{label}: cases[{index}].prompt_file"
+            )
+        else:
+            prompt = normalize_prompt(raw["prompt"])
+        resolved_cases.append({**raw, "prompt": prompt})
+        cases.append(
+            Case(
+                id=case_id,
+                prompt=prompt,
+                # the schema admits 2.0 as an integer; identity needs the int
+                trials=int(raw.get("trials", default_trials)),
+                graders=tuple(raw["graders"]) if "graders" in raw else default_graders,
+                prompt_file=raw.get("prompt_file"),
+            )
+        )
+    return Manifest(
+        path=path,
+        name=doc["name"],
+        seats=tuple(doc["seats"]),
+        cases=tuple(cases),
+        execution_mode=doc.get("execution", {}).get("mode", DEFAULT_MODE),
+        roster=doc.get("roster"),
+        # the document as loaded, with every prompt resolved and normalised, so
+        # YAML and JSON spellings of one manifest share a digest
+        digest=text_digest(canonical_json({**doc, "cases": resolved_cases})),
+    )
+
+
+def contained_path(base: Path, relative: str) -> Path | None:
+    """`base/relative` resolved, or None when it escapes `base` (absolute, `..`, symlinks)."""
+    if Path(relative).is_absolute():
+        return None
+    root = base.resolve()
+    target = (root / relative).resolve()
+    if target != root and root not in target.parents:
+        return None
+    return target
+
+
+def _read_prompt_file(base: Path, relative: str, where: str) -> str:
+    target = contained_path(base, relative)
+    if target is None:
+        raise InputError(
+            f"{where}: {relative!r} is outside the manifest's folder; "
+            "prompt files must live beside the manifest"
+        )
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{where}: {relative!r} does not exist") from None
+    except IsADirectoryError:
+        raise InputError(f"{where}: {relative!r} is a directory") from None
+    except OSError as exc:
+        raise InputError(f"{where}: cannot read {relative!r}: {exc.strerror}") from None
+    return normalize_prompt(decode_utf8(data, where))

@@ -1,0 +1,282 @@
+"""Export projected receipts, plan and summary; check that nothing secret leaked."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brigade.core.identity import CELL_SCHEMA, text_digest
+from brigade.core.plan import PLAN_SCHEMA, Plan
+from brigade.core.projection import (
+    Leak,
+    Secrets,
+    find_leaks_in_json,
+    find_leaks_in_text,
+    make_secrets,
+    project_plan,
+    project_receipt,
+    project_summary,
+)
+from brigade.inputs import schemas
+from brigade.outdir import store
+from brigade.outdir.results import current_receipts
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """Where the export went and what the leak check found."""
+
+    dest: Path
+    files: int
+    leaks: tuple[Leak, ...]
+
+
+def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets:
+    """Prompts, absolute paths of this machine and seat env values of a plan."""
+    context = plan.context or {}
+    paths = [(str(out.absolute()), ".")]
+    if workspace is not None:
+        paths.append((str(workspace.absolute()), "<workspace>"))
+    for key, stand_in in (
+        ("workspace", "<workspace>"),
+        ("manifest", "<manifest-dir>"),
+        ("roster", "<roster-dir>"),
+    ):
+        if key in context:
+            value = context[key] if key == "workspace" else os.path.dirname(context[key])
+            paths.append((value, stand_in))
+    return make_secrets(
+        prompts={cell.prompt for cell in plan.cells},
+        paths=paths,
+        env_values={value for cell in plan.cells for value in cell.seat.env.values()},
+    )
+
+
+def _stamp(receipt: Mapping[str, Any]) -> str:
+    """Changes whenever a receipt is rewritten with new content (run, regrade)."""
+    return f"{receipt.get('attempt')}|{receipt.get('state')}|{receipt.get('graded_at')}"
+
+
+class _State:
+    """What the last export wrote and checked, so an unchanged cell costs one stat.
+
+    `files` maps a file's name relative to the export to [size, mtime_ns, stamp]
+    as last checked. Kept beside the output directory's other bookkeeping, not
+    in the export.
+    """
+
+    def __init__(self, out: Path, dest: Path, key: str) -> None:
+        self.path = out / ".export-state" / f"{text_digest(str(dest))[7:23]}.json"
+        self.key = key
+        previous = store.read_json(self.path)
+        valid = isinstance(previous, dict) and previous.get("key") == key
+        files = previous.get("files") if valid and isinstance(previous, dict) else None
+        self.files: dict[str, list[Any]] = files if isinstance(files, dict) else {}
+        self.changed = False
+
+    def unchanged(
+        self, relative: str, path: Path | str, stamp: str, dir_fd: int | None = None
+    ) -> bool:
+        """The file was checked with this stamp and has not been touched since
+        (`path` relative to `dir_fd` when given)."""
+        entry = self.files.get(relative)
+        if entry is None or entry[2] != stamp:
+            return False
+        try:
+            info = os.stat(path, dir_fd=dir_fd)
+        except OSError:
+            return False
+        return store.stat_matches(entry[:2], info)
+
+    def record(self, relative: str, path: Path | str, stamp: str) -> None:
+        """The file was just checked (or written) with this stamp."""
+        stat = store.stat_key(path)
+        if stat is not None:
+            self.files[relative] = [*stat, stamp]
+        else:
+            self.files.pop(relative, None)
+        self.changed = True
+
+    def forget(self, relative: str) -> None:
+        if self.files.pop(relative, None) is not None:
+            self.changed = True
+
+    def save(self) -> None:
+        store.atomic_write_bytes(
+            self.path, json.dumps({"key": self.key, "files": self.files}).encode(), durable=False
+        )
+
+
+def _write(
+    path: Path, doc: dict[str, Any], schema_tag: str | None, *, compact: bool = False
+) -> None:
+    if schema_tag is not None:
+        schemas.check_output(store.sampled(doc) if compact else doc, schema_tag)
+    # a derived file: atomic, but not worth an fsync per cell
+    store.atomic_write_bytes(path, store.dumps(doc, compact=compact), durable=False)
+
+
+def _summary_stamp(summary: dict[str, Any] | None) -> str:
+    if summary is None:
+        return "summary none"
+    rest = {key: value for key, value in summary.items() if key != "generated_at"}
+    return "summary " + text_digest(json.dumps(rest, sort_keys=True))
+
+
+def _projection_key(out: Path, secrets: Secrets) -> str:
+    return text_digest(json.dumps({"version": 3, "out": str(out), "secrets": secrets.digest}))
+
+
+def export(
+    out: Path,
+    plan: Plan,
+    dest: Path | None = None,
+    workspace: Path | None = None,
+    receipts: Mapping[str, Mapping[str, Any] | None] | None = None,
+    summary_unchanged: bool = False,
+    secrets: Secrets | None = None,
+) -> ExportResult:
+    """Write the projection of the current plan's results to `dest` and check it for leaks.
+
+    Only cells whose receipt changed since the last export are projected again;
+    every file in `dest` that is new or changed since it was last checked is
+    checked (so a file planted there is always caught).
+    """
+    out = out.absolute()
+    dest = (dest or out / store.EXPORT_DIR).absolute()
+    secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
+    state = _State(out, dest, _projection_key(out, secrets))
+    receipts = receipts if receipts is not None else current_receipts(out, plan)
+    written: dict[str, str] = {}  # relative name -> stamp
+    plan_stat = store.stat_key(out / store.PLAN_FILE)
+    recorded = state.files.get(store.SUMMARY_FILE)
+    if summary_unchanged and recorded and recorded[:2] == store.stat_key(dest / store.SUMMARY_FILE):
+        summary_stamp = str(recorded[2])  # exported from this very summary, untouched since
+        summary = None
+    else:
+        summary = store.read_json(out / store.SUMMARY_FILE)
+        summary = summary if isinstance(summary, dict) else None
+        summary_stamp = _summary_stamp(summary)
+    sources: list[tuple[str, str | None, Callable[[], Any], Callable[..., Any], str]] = [
+        (
+            store.PLAN_FILE,
+            PLAN_SCHEMA,
+            lambda: store.read_json(out / store.PLAN_FILE),
+            project_plan,
+            f"plan {plan_stat}",
+        ),
+        # the summary was validated when written and its projection only rewrites
+        # strings; validating its long value lists twice per run is not worth it.
+        # Its stamp ignores generated_at: unchanged results are not exported again.
+        (store.SUMMARY_FILE, None, lambda: summary, project_summary, summary_stamp),
+    ]
+    verified: set[str] = set()  # unchanged since an earlier export checked them
+    for name, tag, load, project, stamp in sources:
+        target = dest / name
+        if state.unchanged(name, target, stamp):
+            written[name] = stamp
+            verified.add(name)
+            continue
+        doc = load()
+        if isinstance(doc, dict):
+            # plan and summary grow with the plan: compact, validated by sample
+            _write(target, project(doc, secrets), tag, compact=True)
+            written[name] = stamp
+    cells_text = f"{dest}/{store.CELLS_DIR}"
+    out_text = str(out)
+    with store.opened_folder(cells_text) as cells_fd:
+        for cell_id, receipt in receipts.items():
+            if receipt is None:
+                continue
+            name = f"{store.CELLS_DIR}/{cell_id}.json"
+            stamp = _stamp(receipt)
+            if cells_fd is not None and state.unchanged(name, f"{cell_id}.json", stamp, cells_fd):
+                written[name] = stamp
+                verified.add(name)
+                continue
+            # a slim view from the receipt index lacks what is exported: read the whole receipt
+            full = (
+                receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
+            )
+            if full is None:
+                continue
+            target = Path(f"{cells_text}/{cell_id}.json")
+            _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
+            written[name] = stamp
+            state.forget(name)  # written again: check it again
+    leaks = _check_changed(dest, secrets, state, written, verified)
+    if not leaks and state.changed:
+        state.save()
+    return ExportResult(dest=dest, files=len(written), leaks=tuple(leaks))
+
+
+def _check_changed(
+    dest: Path, secrets: Secrets, state: _State, written: dict[str, str], verified: set[str]
+) -> list[Leak]:
+    """Check every file in dest that was not checked, unchanged, by an earlier export.
+
+    The export mirrors the current plan: projected receipts of other cells go,
+    and so do temp files an interrupted export left behind.
+    """
+    leaks: list[Leak] = []
+    base = str(dest)
+    listed: set[str] = set()
+    for root, _, names in os.walk(base):
+        folder = os.path.relpath(root, base)
+        prefix = "" if folder == "." else f"{folder}/"
+        relatives = [prefix + name for name in names]
+        listed.update(relatives)
+        # (a set difference: the export of a big plan is mostly verified files)
+        for relative in sorted(set(relatives) - verified):
+            name = relative[len(prefix) :]
+            path = os.path.join(root, name)
+            if store.is_temp_name(name) and os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)  # left by an interrupted export (the lock is ours)
+                listed.discard(relative)
+                continue
+            if folder == store.CELLS_DIR and name.endswith(".json") and relative not in written:
+                if not os.path.islink(path) and os.path.isfile(path):
+                    os.unlink(path)
+                    listed.discard(relative)
+                    continue
+            stamp = written.get(relative, "unknown")
+            if state.unchanged(relative, path, stamp):
+                continue
+            found = check_file(Path(path), f"{dest.name}/{relative}", secrets)
+            leaks.extend(found)
+            if found:
+                state.forget(relative)
+            else:
+                state.record(relative, path, stamp)
+    for relative in [name for name in state.files if name not in listed]:
+        state.forget(relative)  # gone from the export
+    return sorted(leaks, key=str)
+
+
+def check_file(path: Path, label: str, secrets: Secrets) -> list[Leak]:
+    """The leaks in one exported file (JSON by path, anything else as text)."""
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return []
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return find_leaks_in_text(label, text, secrets)
+    return find_leaks_in_json(label, doc, secrets)
+
+
+def check(dest: Path, secrets: Secrets) -> list[Leak]:
+    """Every leak in every file under `dest` (no incremental state)."""
+    leaks: list[Leak] = []
+    for root, _, names in os.walk(dest):
+        for name in sorted(names):
+            path = Path(root) / name
+            leaks.extend(
+                check_file(path, f"{dest.name}/{path.relative_to(dest).as_posix()}", secrets)
+            )
+    return leaks

@@ -1,0 +1,142 @@
+"""Read a plan's recorded results from the output directory; write summary.json."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from brigade.core.clock import utc_now
+from brigade.core.identity import text_digest
+from brigade.core.plan import Plan
+from brigade.errors import InputError
+from brigade.outdir import store
+
+Receipts = dict[str, Mapping[str, Any] | None]  # full receipts, or slim views of them
+# above this many cells summary.json is written compact and validated by sample
+LARGE_PLAN = 1000
+
+
+def current_receipts(
+    out: Path, plan: Plan, known: Mapping[str, Mapping[str, Any] | None] | None = None
+) -> Receipts:
+    """cell_id -> trusted receipt (None when missing or untrusted) for every planned cell.
+
+    `known` receipts (read earlier, unchanged since) are used instead of re-reading.
+    """
+    known = known or {}
+    if all(cell.cell_id in known for cell in plan.cells):
+        return {cell.cell_id: known[cell.cell_id] for cell in plan.cells}
+    present = store.existing_cells(out)
+    return {
+        cell.cell_id: known[cell.cell_id]
+        if cell.cell_id in known
+        else (store.read_receipt(out, cell.cell_id).receipt if cell.cell_id in present else None)
+        for cell in plan.cells
+    }
+
+
+def stale_receipts(out: Path, plan: Plan) -> Receipts:
+    """previous cell_id -> receipt for every stale cell of the plan."""
+    return {
+        entry["previous_cell_id"]: store.read_receipt(out, entry["previous_cell_id"]).receipt
+        for entry in plan.stale_cells
+    }
+
+
+def summarize(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
+    """The summary document of a plan as recorded on disk."""
+    from brigade.core.summary import build_summary  # not needed by a no-op resume
+
+    receipts = receipts if receipts is not None else current_receipts(out, plan)
+    return build_summary(plan, receipts, stale_receipts(out, plan), utc_now())
+
+
+def write_summary(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
+    """Compute and atomically write summary.json."""
+    from brigade.core.summary import SUMMARY_SCHEMA
+
+    summary = summarize(out, plan, receipts)
+    large = len(plan.cells) > LARGE_PLAN
+    store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA, sample=large, compact=large)
+    return summary
+
+
+def read_plan_document(out: Path) -> dict[str, Any]:
+    """plan.json of an output directory; InputError when there is none."""
+    doc = store.read_json(out / store.PLAN_FILE)
+    if not isinstance(doc, dict) or doc.get("schema") != "brigade.eval_plan.v1":
+        raise InputError(f"{out}: no readable plan.json here; is this a brigade output directory?")
+    return doc
+
+
+SUMMARY_KEY = ".summary-key.json"  # a cache: which plan and receipts summary.json was made from
+
+
+def summary_key(plan_key: str) -> str:
+    """Changes with the plan and with the code that computes a summary."""
+    from brigade import __version__
+
+    # the modules' sources, read without importing them (a no-op resume never needs them)
+    here = Path(__file__).parents[1] / "core"
+    parts = [plan_key, __version__]
+    parts += [(here / name).read_text("utf-8") for name in ("summary.py", "trials.py")]
+    return text_digest("\0".join(parts))
+
+
+def summary_current(out: Path, key: str) -> bool:
+    """summary.json was written for this key and is untouched since."""
+    recorded = store.read_json(out / SUMMARY_KEY)
+    stat = store.stat_key(out / store.SUMMARY_FILE)
+    return (
+        isinstance(recorded, dict)
+        and recorded.get("key") == key
+        and stat is not None
+        and (recorded.get("stat") == stat)
+        and "headline" in recorded
+    )
+
+
+def remember_summary(out: Path, key: str, summary: Mapping[str, Any]) -> None:
+    """Record which key summary.json was just written for, and its headline."""
+    record = {
+        "key": key,
+        "stat": store.stat_key(out / store.SUMMARY_FILE),
+        "exit_code": summary["exit_code"],
+        "headline": headline(summary),
+    }
+    store.atomic_write_bytes(out / SUMMARY_KEY, json.dumps(record).encode(), durable=False)
+
+
+def headline(summary: Mapping[str, Any]) -> str:
+    """One line: cell counts, measurement failures, stale cells, outcome and exit code."""
+    counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v)
+    failures = summary["measurement_failures"]["total"]
+    extra = f"; measurement failures {failures}" if failures else ""
+    stale = sum(summary["stale_counts"].values())
+    stale_note = f"; {stale} stale" if stale else ""
+    total = summary["total_cells"]
+    return (
+        f"{total} cell{'' if total == 1 else 's'}: {counts or 'none'}{extra}{stale_note} "
+        f"-> {summary['outcome']} (exit {summary['exit_code']})"
+    )
+
+
+def summary_headline(out: Path) -> tuple[str, int] | None:
+    """(headline, exit code) of summary.json: from its sidecar while summary.json is
+    untouched since the sidecar was written (a large summary costs a while to parse)."""
+    recorded = store.read_json(out / SUMMARY_KEY)
+    stat = store.stat_key(out / store.SUMMARY_FILE)
+    if (
+        isinstance(recorded, dict)
+        and stat is not None
+        and recorded.get("stat") == stat
+        and isinstance(recorded.get("headline"), str)
+        and isinstance(recorded.get("exit_code"), int)
+    ):
+        return recorded["headline"], recorded["exit_code"]
+    summary = store.read_json(out / store.SUMMARY_FILE)
+    if not isinstance(summary, dict):
+        return None
+    return headline(summary), int(summary["exit_code"])

@@ -1,0 +1,349 @@
+"""Reports people and CI can read: JUnit XML, a self-contained HTML page, a terminal matrix.
+
+Reports leave the output directory, so they follow the export's rules: they are
+built from projected receipts (no prompt text, paths relative to the output
+directory, no seat env values) and every file written is checked for leaks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brigade.core.plan import Plan
+from brigade.core.projection import (
+    Leak,
+    Secrets,
+    find_leaks_in_text,
+    project_receipt,
+    project_summary,
+    scrub_text,
+)
+from brigade.outdir import store
+from brigade.outdir.export import check_file, secrets_for
+from brigade.outdir.results import current_receipts
+from brigade.report.model import ReportCell, failure_reasons
+
+REPORT_DIR = "report"
+JUNIT_FILE = "junit.xml"
+HTML_FILE = "index.html"
+STATE_FILE = ".report-state.json"
+# what the report shows of a receipt; everything else never reaches the projection
+# (names come from the plan, through the same display names as the statistics)
+REPORT_FIELDS = (
+    "cell_id",
+    "state",
+    "attempt",
+    "duration_seconds",
+    "run_dir",
+    "score",
+    "failure_reason",
+    "failure_detail",
+)
+GRADER_FIELDS = ("grader_id", "status", "score", "detail")
+
+
+def display_names(names: Iterable[str], secrets: Secrets) -> dict[str, str]:
+    """Name -> the name reports show: scrubbed, and kept unique when scrubbing made two equal."""
+    shown: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        if name in shown:
+            continue
+        label = base = scrub_text(name, secrets)
+        number = 2
+        while label in taken:
+            label, number = f"{base} ({number})", number + 1
+        taken.add(label)
+        shown[name] = label
+    return shown
+
+
+def report_cells(
+    out: Path,
+    plan: Plan,
+    receipts: Mapping[str, Mapping[str, Any] | None],
+    secrets: Secrets,
+    seats: Mapping[str, str],
+    cases: Mapping[str, str],
+) -> list[ReportCell]:
+    """Every planned cell, from its projected receipt (a stand-in for cells with none)."""
+    out_text = str(out.absolute())
+    cells = []
+    for cell in plan.cells:
+        receipt = receipts.get(cell.cell_id)
+        shown: dict[str, Any] = {"cell_id": cell.cell_id, "state": "missing"}
+        if receipt is not None:
+            shown.update({k: receipt[k] for k in REPORT_FIELDS if k in receipt})
+            shown["graders"] = [
+                {k: g.get(k) for k in GRADER_FIELDS} for g in receipt.get("graders", [])
+            ]
+        projected = project_receipt(shown, out_text, secrets)
+        seat, case = seats[cell.seat.name], cases[cell.case_id]
+        cells.append(
+            ReportCell(
+                coordinate=scrub_text(f"{case}:{seat}:{cell.trial}", secrets),
+                case_id=case,
+                seat=seat,
+                trial=cell.trial,
+                cell_id=projected["cell_id"],
+                state=projected["state"],
+                attempt=projected.get("attempt"),
+                duration=projected.get("duration_seconds"),
+                score=projected.get("score"),
+                failure_reason=projected.get("failure_reason"),
+                failure_detail=projected.get("failure_detail"),
+                run_dir=projected.get("run_dir"),
+                graders=tuple(projected.get("graders", [])),
+            )
+        )
+    return cells
+
+
+def _rename_stats(
+    stats: Mapping[str, Any], seats: Mapping[str, str], cases: Mapping[str, str]
+) -> dict[str, Any]:
+    return {
+        **stats,
+        "by_seat": {seats[s]: group for s, group in stats["by_seat"].items()},
+        "by_seat_case": [
+            {**row, "seat": seats[row["seat"]], "case": cases[row["case"]]}
+            for row in stats["by_seat_case"]
+        ],
+        "comparisons": [
+            {**pair, "seats": [seats[s] for s in pair["seats"]]} for pair in stats["comparisons"]
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Report:
+    """What every report shows, projected: the summary and the cells."""
+
+    summary: dict[str, Any]
+    cells: tuple[ReportCell, ...]
+    secrets: Secrets
+
+
+def build_report(
+    out: Path,
+    plan: Plan,
+    receipts: Mapping[str, Mapping[str, Any] | None],
+    summary: Mapping[str, Any],
+    *,
+    workspace: Path | None = None,
+    secrets: Secrets | None = None,
+) -> Report:
+    """The projected summary and cells of a plan (names scrubbed, paths relative, no prompts)."""
+    out = out.absolute()
+    secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
+    seats = display_names((c.seat.name for c in plan.cells), secrets)
+    cases = display_names((c.case_id for c in plan.cells), secrets)
+    renamed = {**summary, "trial_stats": _rename_stats(summary["trial_stats"], seats, cases)}
+    return Report(
+        summary=project_summary(renamed, secrets),
+        cells=tuple(report_cells(out, plan, receipts, secrets, seats, cases)),
+        secrets=secrets,
+    )
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    """What `brigade report --json` prints: the summary's headline and trial statistics, cells."""
+
+    summary, cells = report.summary, report.cells
+    keys = (
+        "name",
+        "manifest_digest",
+        "total_cells",
+        "counts",
+        "stale_counts",
+        "measurement_failures",
+        "failure_reasons",
+        "trial_stats",
+        "exit_code",
+        "outcome",
+    )
+    return {
+        **{key: summary[key] for key in keys},
+        "measurement_failures_by_reason": failure_reasons(cells),
+        "cells": [cell.document() for cell in cells],
+    }
+
+
+# -- writing and checking --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """The report files written and the leaks found in them."""
+
+    files: tuple[Path, ...]
+    leaks: tuple[Leak, ...]
+
+
+def check_report_file(path: Path, label: str, secrets: Secrets) -> list[Leak]:
+    """Leaks in a report file, in its text as stored and with XML/HTML escapes undone."""
+    found = check_file(path, label, secrets)
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return found
+    for leak in find_leaks_in_text(label, html.unescape(text), secrets):
+        if all(leak.kind != known.kind for known in found):
+            found.append(Leak(leak.file, "(text, entities decoded)", leak.kind))
+    return found
+
+
+class _Checked:
+    """What earlier runs wrote and found clean, per report file (kept beside the output).
+
+    A no-op run has the same inputs: when a report file is as it was written
+    (same size and mtime), neither rendering, writing nor the leak check runs
+    again. A file rendered to the same bytes as a clean one skips the check.
+    """
+
+    def __init__(self, out: Path, key: str) -> None:
+        self.path = out / STATE_FILE
+        previous = store.read_json(self.path)
+        valid = isinstance(previous, dict) and previous.get("key") == key
+        files = previous.get("files") if valid and isinstance(previous, dict) else None
+        self.key = key
+        self.files: dict[str, dict[str, Any]] = files if isinstance(files, dict) else {}
+        self.changed = False
+
+    def _entry(self, path: Path) -> dict[str, Any]:
+        entry = self.files.get(str(path))
+        return entry if isinstance(entry, dict) else {}
+
+    def current(self, path: Path, inputs: str) -> bool:
+        """The file was written from these inputs, found clean, and is untouched since."""
+        entry = self._entry(path)
+        return entry.get("inputs") == inputs and entry.get("stat") == store.stat_key(path)
+
+    def clean(self, path: Path, digest: str) -> bool:
+        """The file holds exactly this content, found clean before."""
+        entry = self._entry(path)
+        return entry.get("digest") == digest and entry.get("stat") == store.stat_key(path)
+
+    def record(self, path: Path, digest: str | None, inputs: str | None) -> None:
+        """Remember a clean file (digest) or forget one that leaked (None)."""
+        entry = {"digest": digest, "stat": store.stat_key(path), "inputs": inputs}
+        if digest is None:
+            self.changed |= self.files.pop(str(path), None) is not None
+        elif self.files.get(str(path)) != entry:
+            self.files[str(path)] = entry
+            self.changed = True
+
+    def save(self) -> None:
+        """Write the state when it changed."""
+        if self.changed:
+            data = json.dumps({"key": self.key, "files": self.files}).encode()
+            store.atomic_write_bytes(self.path, data, durable=False)
+
+
+def untouched(
+    out: Path, plan: Plan, workspace: Path | None = None, secrets: Secrets | None = None
+) -> bool:
+    """The report files are exactly as the last run wrote and checked them (any inputs)."""
+    out = out.absolute()
+    secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
+    checked = _Checked(out, secrets.digest)
+    folder = out / REPORT_DIR
+    return all(
+        checked._entry(path).get("stat") == store.stat_key(path) is not None
+        for path in (folder / JUNIT_FILE, folder / HTML_FILE)
+    )
+
+
+def _inputs_key(
+    plan: Plan, receipts: Mapping[str, Mapping[str, Any] | None], summary: Mapping[str, Any]
+) -> str:
+    """Changes whenever the report could: code, plan, any receipt rewritten, stale counts."""
+    digest = hashlib.sha256()
+    from brigade.core import trials
+
+    for module in (__file__, trials.__file__):
+        digest.update(Path(module).read_bytes())
+    head = [summary["name"], summary["manifest_digest"], summary["stale_counts"]]
+    digest.update(json.dumps(head, sort_keys=True).encode())
+    for cell in plan.cells:
+        receipt = receipts.get(cell.cell_id) or {}
+        stamp = (
+            f"{cell.cell_id}|{cell.coordinate}|{receipt.get('attempt')}|{receipt.get('state')}|"
+            f"{receipt.get('started_at')}|{receipt.get('finished_at')}|{receipt.get('graded_at')}\n"
+        )
+        digest.update(stamp.encode())
+    return digest.hexdigest()
+
+
+def write_report(
+    out: Path,
+    plan: Plan,
+    receipts: Mapping[str, Mapping[str, Any] | None],
+    summary: Mapping[str, Any],
+    *,
+    workspace: Path | None = None,
+    secrets: Secrets | None = None,
+) -> ReportResult:
+    """Write <out>/report/junit.xml and <out>/report/index.html and check them for leaks."""
+    out = out.absolute()
+    secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
+    folder = out / REPORT_DIR
+    junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
+    checked = _Checked(out, secrets.digest)
+    inputs = _inputs_key(plan, receipts, summary)
+    if checked.current(junit, inputs) and checked.current(html_file, inputs):
+        return ReportResult(files=(junit, html_file), leaks=())
+    if any(r is not None and not isinstance(r, dict) for r in receipts.values()):
+        receipts = current_receipts(out, plan)  # the report shows details slim views lack
+    report = build_report(out, plan, receipts, summary, secrets=secrets)
+    return _write(out, report, [junit, html_file], checked, inputs)
+
+
+def write_files(
+    out: Path, report: Report, *, junit: Path | None = None, html_file: Path | None = None
+) -> ReportResult:
+    """Write the requested report files and check each for leaks."""
+    out = out.absolute()
+    checked = _Checked(out, report.secrets.digest)
+    return _write(out, report, [junit, html_file], checked, None)
+
+
+def _write(
+    out: Path, report: Report, targets: list[Path | None], checked: _Checked, inputs: str | None
+) -> ReportResult:
+    """Render each target (junit, html), write it and check it, unless unchanged and clean."""
+    # the renderers are imported only when a report is written (not on a no-op resume)
+    from brigade.report.junit import junit_xml
+    from brigade.report.render import html_page
+
+    renderers = (
+        lambda: junit_xml(report.summary["name"], report.cells),
+        lambda: html_page(report.summary, report.cells).encode("utf-8"),
+    )
+    written: list[Path] = []
+    leaks: list[Leak] = []
+    for target, render in zip(targets, renderers, strict=True):
+        if target is None:
+            continue
+        target = target.absolute()
+        data = render()
+        digest = hashlib.sha256(data).hexdigest()
+        written.append(target)
+        if not checked.clean(target, digest):
+            store.atomic_write_bytes(target, data, durable=False)
+            relative = target.is_relative_to(out)
+            label = target.relative_to(out).as_posix() if relative else target.name
+            found = check_report_file(target, label, report.secrets)
+            leaks.extend(found)
+            if found:
+                checked.record(target, None, None)
+                continue
+        checked.record(target, digest, inputs)
+    checked.save()
+    return ReportResult(files=tuple(written), leaks=tuple(leaks))

@@ -1,0 +1,384 @@
+"""Render report data for people: the self-contained HTML page and the terminal matrix."""
+
+from __future__ import annotations
+
+import html
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from brigade.report.model import ReportCell, failure_reasons, grader_lines
+
+LEGEND = (
+    "accepted/scored trials per seat x case; scored = accepted + rejected + execution_error "
+    "(not timeout); mf = measurement failures (adapter_error, grader_error, timeout), never "
+    "counted against the seat; unscored cells are not passes and not in the rate"
+)
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.0f}%"
+
+
+def _interval_text(interval: Sequence[float] | None) -> str:
+    if interval is None:
+        return "–"
+    return f"{interval[0] * 100:.0f}–{interval[1] * 100:.0f}%"
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:+.0f} pts"
+
+
+def _colour(rate: float | None) -> str:
+    """Red (0) to green (1) by accepted rate; grey when there is no rate."""
+    if rate is None:
+        return "#e5e5e5"
+    return f"hsl({rate * 120:.0f},65%,78%)"
+
+
+def _ratio(group: Mapping[str, Any]) -> str:
+    """`3/5`, with measurement failures and unscored / unfinished cells noted."""
+    head = f"{group['accepted']}/{group['scored']}" if group["scored"] else "–"
+    notes = []
+    if group["measurement_failures"]:
+        notes.append(f"{group['measurement_failures']} mf")
+    if group["unscored"]:
+        notes.append(f"{group['unscored']} unscored")
+    if group["unfinished"]:
+        notes.append(f"{group['unfinished']} not run")
+    return f"{head} ({', '.join(notes)})" if notes else head
+
+
+def _grid(stats: Mapping[str, Any]) -> tuple[list[str], dict[tuple[str, str], Any]]:
+    """Cases in plan order, and (seat, case) -> statistics."""
+    rows = stats["by_seat_case"]
+    cases = list(dict.fromkeys(row["case"] for row in rows))
+    return cases, {(row["seat"], row["case"]): row for row in rows}
+
+
+def _ks(estimates: Sequence[float | None]) -> str:
+    shown = [f"{k}: {_percent(v)}" for k, v in enumerate(estimates, 1) if v is not None]
+    return ", ".join(shown) or "–"
+
+
+CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f4f4f4}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+#matrix td.rate{text-align:center;min-width:6em}
+#matrix small{display:block;color:#444}
+.legend,.note{color:#555;font-size:.9em}
+#filter{width:30em;max-width:100%;padding:.3em}
+ul.graders{margin:0;padding-left:1.1em}
+#cells{width:100%}#cells td{overflow-wrap:anywhere}
+tr.accepted td.state{color:#176117}tr.failed td.state{color:#a11}
+tr.fault td.state{color:#8a5a00}
+"""
+
+SCRIPT = """
+(function () {
+  var box = document.getElementById("filter");
+  var count = document.getElementById("count");
+  var rows = Array.prototype.slice.call(document.querySelectorAll("#cells tbody tr"));
+  function apply() {
+    var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    var shown = 0;
+    rows.forEach(function (row) {
+      var text = row.getAttribute("data-text") || "";
+      var keep = words.every(function (word) { return text.indexOf(word) !== -1; });
+      row.hidden = !keep;
+      if (keep) { shown += 1; }
+    });
+    count.textContent = shown + " of " + rows.length + " cells shown";
+  }
+  box.addEventListener("input", apply);
+  apply();
+  document.body.setAttribute("data-ready", "1");
+})();
+"""
+
+
+def _matrix(stats: Mapping[str, Any]) -> str:
+    seats = list(stats["by_seat"])
+    cases, cell = _grid(stats)
+    head = "".join(f"<th>{_e(seat)}</th>" for seat in seats)
+    rows = []
+    for case in cases:
+        tds = []
+        for seat in seats:
+            group = cell.get((seat, case))
+            if group is None:
+                tds.append('<td class="rate">–</td>')
+                continue
+            title = (
+                f"{case} on {seat}: accepted {group['accepted']} of {group['scored']} scored; "
+                f"95% interval {_interval_text(group['interval'])}; "
+                f"measurement failures {group['measurement_failures']}; "
+                f"unscored {group['unscored']}; not run {group['unfinished']}"
+            )
+            tds.append(
+                f'<td class="rate" style="background:{_colour(group["accepted_rate"])}" '
+                f'title="{_e(title)}">{_e(_ratio(group))}'
+                f"<small>{_e(_percent(group['accepted_rate']))}</small></td>"
+            )
+        rows.append(f"<tr><th>{_e(case)}</th>{''.join(tds)}</tr>")
+    totals = "".join(
+        f'<td class="rate" style="background:{_colour(stats["by_seat"][s]["accepted_rate"])}">'
+        f"{_e(_ratio(stats['by_seat'][s]))}"
+        f"<small>{_e(_percent(stats['by_seat'][s]['accepted_rate']))} "
+        f"[{_e(_interval_text(stats['by_seat'][s]['interval']))}]</small></td>"
+        for s in seats
+    )
+    return (
+        f'<table id="matrix"><thead><tr><th>case \\ seat</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody>"
+        f"<tfoot><tr><th>all cases</th>{totals}</tr></tfoot></table>"
+        f'<p class="legend">{_e(LEGEND)}</p>'
+    )
+
+
+def _bar_chart(by_seat: Mapping[str, Mapping[str, Any]]) -> str:
+    """Accepted rate per seat as horizontal bars with Wilson interval whiskers (inline SVG)."""
+    label_width, plot, row = 170, 420, 30
+    height = row * len(by_seat) + 30
+    parts = [
+        f'<svg id="rates" xmlns="http://www.w3.org/2000/svg" width="{label_width + plot + 150}" '
+        f'height="{height}" role="img" aria-label="accepted rate per seat">'
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        x = label_width + tick * plot
+        parts.append(
+            f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 20}" stroke="#ddd"/>'
+            f'<text x="{x:.1f}" y="{height - 6}" font-size="11" text-anchor="middle">'
+            f"{tick * 100:.0f}%</text>"
+        )
+    for index, (seat, group) in enumerate(by_seat.items()):
+        y = index * row + 6
+        rate, interval = group["accepted_rate"], group["interval"]
+        label = seat if len(seat) <= 24 else seat[:23] + "…"
+        parts.append(
+            f'<g class="bar"><title>{_e(seat)}: {_e(_percent(rate))} of {group["scored"]} '
+            f"scored, 95% interval {_e(_interval_text(interval))}</title>"
+            f'<text x="{label_width - 8}" y="{y + 14}" font-size="12" text-anchor="end">'
+            f"{_e(label)}</text>"
+        )
+        if rate is None:
+            parts.append(
+                f'<text x="{label_width + 4}" y="{y + 14}" font-size="12" fill="#666">'
+                "no scored trials</text></g>"
+            )
+            continue
+        parts.append(
+            f'<rect x="{label_width}" y="{y}" width="{rate * plot:.1f}" height="18" '
+            f'fill="{_colour(rate)}" stroke="#777"/>'
+        )
+        if interval is not None:
+            low, high = (label_width + v * plot for v in interval)
+            middle = y + 9
+            parts.append(
+                f'<line x1="{low:.1f}" y1="{middle}" x2="{high:.1f}" y2="{middle}" stroke="#222"/>'
+                f'<line x1="{low:.1f}" y1="{y + 3}" x2="{low:.1f}" y2="{y + 15}" stroke="#222"/>'
+                f'<line x1="{high:.1f}" y1="{y + 3}" x2="{high:.1f}" y2="{y + 15}" stroke="#222"/>'
+            )
+        parts.append(
+            f'<text x="{label_width + plot + 8}" y="{y + 14}" font-size="12">'
+            f"{_e(_percent(rate))} (n={group['scored']})</text></g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _seat_table(stats: Mapping[str, Any]) -> str:
+    rows = []
+    for seat, group in stats["by_seat"].items():
+        mean = "–" if group["mean_score"] is None else f"{group['mean_score']:.3f}"
+        cells = [
+            group["trials"] + group["unfinished"],
+            group["trials"],
+            group["scored"],
+            group["accepted"],
+            _percent(group["accepted_rate"]),
+            _interval_text(group["interval"]),
+            group["unscored"],
+            group["measurement_failures"],
+            group["unfinished"],
+            mean,
+        ]
+        rows.append(
+            f"<tr><th>{_e(seat)}</th>"
+            + "".join(f'<td class="num">{_e(v)}</td>' for v in cells)
+            + f"<td>{_e(_ks(group['pass_at_k']))}</td><td>{_e(_ks(group['pass_hat_k']))}</td></tr>"
+        )
+    head = (
+        "seat",
+        "cells",
+        "trials",
+        "scored",
+        "accepted",
+        "rate",
+        "95% interval",
+        "unscored",
+        "meas. failures",
+        "not run",
+        "mean score",
+        "pass@k",
+        "pass^k",
+    )
+    return (
+        '<table id="seats"><thead><tr>'
+        + "".join(f"<th>{h}</th>" for h in head)
+        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _comparisons(stats: Mapping[str, Any]) -> str:
+    if not stats["comparisons"]:
+        return '<p class="note">One seat: nothing to compare.</p>'
+    rows = "".join(
+        f"<tr><td>{_e(c['seats'][0])} − {_e(c['seats'][1])}</td>"
+        f'<td class="num">{c["cases"]}</td><td class="num">{_e(_signed(c["difference"]))}</td>'
+        f'<td class="num">{_e(_pts_interval(c["interval"]))}</td></tr>'
+        for c in stats["comparisons"]
+    )
+    return (
+        '<table id="comparisons"><thead><tr><th>seats</th><th>shared cases</th>'
+        "<th>difference in accepted rate</th><th>95% interval</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        '<p class="note">Paired by case: mean of the per-case differences in accepted rate over '
+        "the cases both seats have scored trials of, with a Student t interval "
+        "(no interval under two shared cases).</p>"
+    )
+
+
+def _pts_interval(interval: Sequence[float] | None) -> str:
+    if interval is None:
+        return "–"
+    return f"{interval[0] * 100:+.0f} to {interval[1] * 100:+.0f} pts"
+
+
+def _failure_table(cells: Sequence[ReportCell], seats: Sequence[str]) -> str:
+    table = failure_reasons(cells)
+    if not table:
+        return '<p class="note" id="failures">No measurement failures.</p>'
+    head = "".join(f"<th>{_e(seat)}</th>" for seat in seats)
+    rows = "".join(
+        f"<tr><th>{_e(reason)}</th>"
+        + "".join(f'<td class="num">{per_seat.get(seat, 0)}</td>' for seat in seats)
+        + f'<td class="num">{sum(per_seat.values())}</td></tr>'
+        for reason, per_seat in table.items()
+    )
+    return (
+        f'<table id="failures"><thead><tr><th>reason</th>{head}<th>total</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _row_class(cell: ReportCell) -> str:
+    if cell.state == "accepted":
+        return "accepted"
+    if cell.real_failure:
+        return "failed"
+    if cell.measurement_failure:
+        return "fault"
+    return "other"
+
+
+def _cell_rows(cells: Sequence[ReportCell]) -> str:
+    rows = []
+    for cell in cells:
+        graders = "".join(f"<li>{_e(line)}</li>" for line in grader_lines(cell))
+        detail = _e(cell.failure_detail or "")
+        duration = "–" if cell.duration is None else f"{cell.duration:.2f} s"
+        score = "–" if cell.score is None else f"{cell.score:.3f}"
+        text = f"{cell.coordinate} {cell.label}".lower()
+        rows.append(
+            f'<tr class="{_row_class(cell)}" data-text="{_e(text)}">'
+            f'<td>{_e(cell.coordinate)}</td><td class="state">{_e(cell.label)}</td>'
+            f'<td class="num">{_e(cell.attempt if cell.attempt is not None else "–")}</td>'
+            f'<td class="num">{_e(duration)}</td><td class="num">{_e(score)}</td>'
+            f'<td><ul class="graders">{graders}</ul>{detail}</td></tr>'
+        )
+    return "".join(rows)
+
+
+def html_page(summary: Mapping[str, Any], cells: Sequence[ReportCell]) -> str:
+    """The HTML report: one self-contained file (inline CSS, JS and SVG; no network)."""
+    stats = summary["trial_stats"]
+    seats = list(stats["by_seat"])
+    counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v) or "no cells"
+    stale = {k: v for k, v in summary["stale_counts"].items() if v}
+    stale_text = (
+        f"{sum(stale.values())} stale cell(s) from an earlier manifest, kept on disk and not "
+        f"counted: {', '.join(f'{k} {v}' for k, v in stale.items())}"
+        if stale
+        else "No stale cells."
+    )
+    failures = summary["measurement_failures"]
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; \
+style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>brigade report: {_e(summary["name"])}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<h1>brigade report: {_e(summary["name"])}</h1>
+<p id="overview">{summary["total_cells"]} cells: {_e(counts)}.
+Outcome <strong>{_e(summary["outcome"])}</strong> (exit {_e(summary["exit_code"])}).
+Measurement failures: {failures["total"]}. Manifest {_e(summary["manifest_digest"])}.</p>
+<h2>Accepted rate by seat and case</h2>
+{_matrix(stats)}
+<h2>Accepted rate by seat (95% Wilson interval)</h2>
+{_bar_chart(stats["by_seat"])}
+{_seat_table(stats)}
+<p class="note">pass@k: chance that at least one of k trials is accepted; pass^k: that all k \
+are (unbiased estimators over scored trials, averaged over cases for a seat).</p>
+<h2>Paired comparisons</h2>
+{_comparisons(stats)}
+<h2>Measurement failures by reason</h2>
+{_failure_table(cells, seats)}
+<h2>Stale cells</h2>
+<p id="stale">{_e(stale_text)}</p>
+<h2>Cells</h2>
+<p><input id="filter" type="search" placeholder="filter by coordinate or state" \
+aria-label="filter cells"> <span id="count"></span></p>
+<table id="cells"><thead><tr><th>coordinate</th><th>state</th><th>attempt</th><th>duration</th>\
+<th>score</th><th>graders</th></tr></thead>
+<tbody>{_cell_rows(cells)}</tbody></table>
+<script>{SCRIPT}</script>
+</body>
+</html>
+"""
+
+
+def text_matrix(summary: Mapping[str, Any]) -> str:
+    """The seat x case matrix as text: `accepted/scored` with measurement failures noted."""
+    stats = summary["trial_stats"]
+    seats = list(stats["by_seat"])
+    cases, cell = _grid(stats)
+    grid = [["case", *seats]]
+    for case in cases:
+        grid.append([case] + [_ratio(cell[s, case]) if (s, case) in cell else "–" for s in seats])
+    grid.append(
+        ["all"]
+        + [
+            f"{_ratio(stats['by_seat'][s])} {_percent(stats['by_seat'][s]['accepted_rate'])}"
+            for s in seats
+        ]
+    )
+    widths = [max(len(row[i]) for row in grid) for i in range(len(grid[0]))]
+    lines = [
+        "  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip() for row in grid
+    ]
+    return "\n".join([*lines, *textwrap.wrap(LEGEND, 88)])

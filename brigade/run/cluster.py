@@ -1,0 +1,415 @@
+"""The Dask executor: seats run on the workers of a Dask cluster, the coordinator records them.
+
+The coordinator (the process running doit) connects once before anything is
+written, submits one Dask task per seat run with `resources={<adapter>: 1}` and
+keeps its future here; the `collect` task waits for them with `as_completed`
+and records each run exactly as a local run is recorded (`runner.record_run`,
+`runner.finish`: graders run on the coordinator). A worker runs the seat with
+`runner.execute_seat`, the code a local run uses. A fault of the engine (a
+worker that died, a lost scheduler, a cancelled task) is an apparatus fault of
+that cell: adapter_error / transport_drop, which --retry-transient re-runs.
+
+`distributed` is imported only here and only when the executor is used, so the
+local executor needs nothing beyond brigade's own dependencies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from brigade.adapters import adapter_for
+from brigade.core.plan import Cell
+from brigade.core.specs import SeatSpec
+from brigade.core.taxonomy import fault_reason
+from brigade.errors import EnvironmentProblem
+from brigade.outdir import store
+from brigade.run import proc, worktree
+from brigade.run.runner import (
+    RunContext,
+    SeatJob,
+    SeatRun,
+    execute_seat,
+    finish,
+    record_run,
+    seat_job,
+    unlaunched_run,
+)
+
+# on a worker: its own checkout of the workspace (else the coordinator's path, if it exists there)
+WORKSPACE_VARIABLE = "BRIGADE_WORKSPACE"
+INSTALL_HINT = "pip install 'brigade[dask]'"
+# Dask groups tasks by the key's prefix (the dashboard shows "brigade-seat")
+TASK_PREFIX = "brigade-seat"
+CLOSE_TIMEOUT_SECONDS = 5
+
+
+def resource_name(seat: SeatSpec) -> str:
+    """The worker resource a seat needs: its adapter's name (exec, claude, codex, ...)."""
+    return adapter_for(seat.cli).name
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """What a worker sends back: the seat run and the files the seat left in its run folder."""
+
+    run: SeatRun | None
+    files: dict[str, bytes]
+    worker: str
+    # set instead of `run` when this task already started on a worker that died
+    lost: str | None = None
+
+
+@dataclass(frozen=True)
+class _Pending:
+    cell: Cell
+    attempt: int
+    started_at: str
+    job: SeatJob
+
+
+class DaskExecutor:
+    """Submits a session's seat runs to a Dask scheduler and records them as they finish."""
+
+    def __init__(
+        self,
+        address: str,
+        ctx: RunContext,
+        seats: Mapping[str, SeatSpec],
+        writable: bool,
+    ) -> None:
+        self.address = address
+        self.ctx = ctx
+        self.seats = dict(seats)  # seats with cells to run at load time
+        self.writable = writable
+        self.client: Any = None  # distributed.Client once connected
+        self.head: str | None = None  # writable runs start from this commit
+        self._checked: set[str] = set()  # seats whose resource a worker was seen to offer
+        self._pid = os.getpid()  # the futures live in this process
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[_Pending, Any]] = {}  # task key -> (cell, future)
+
+    # -- coordinator -----------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect and check the cluster before anything is written; BrigadeError refuses.
+
+        A run with no seat to run does not contact the cluster at all.
+        """
+        if not self.seats:
+            return
+        try:
+            self._connect(self.seats)
+        except BaseException:
+            self.close()
+            raise
+
+    def _connect(self, seats: Mapping[str, SeatSpec]) -> None:
+        if self.client is None:
+            try:
+                from distributed import Client
+            except ImportError:
+                raise EnvironmentProblem(
+                    f"the dask executor needs dask.distributed ({INSTALL_HINT})"
+                ) from None
+            # engine faults end up in receipts, one line each; distributed's own logging
+            # (tracebacks while it reconnects to a lost scheduler) would bury that
+            for name in ["distributed", *logging.root.manager.loggerDict]:
+                if name.startswith("distributed"):  # its config sets some children's levels
+                    logging.getLogger(name).setLevel(logging.CRITICAL)
+            try:
+                self.client = Client(self.address, set_as_default=False)
+            except Exception as exc:  # OSError on a timeout, ValueError on a bad address, ...
+                raise EnvironmentProblem(
+                    f"cannot connect to the dask scheduler at {self.address} ({_one_line(exc)}); "
+                    "start `dask scheduler` there or fix --scheduler (doit: scheduler=)"
+                ) from None
+            proc.on_stop(self.cancel_all)
+        unchecked = {name: seat for name, seat in seats.items() if name not in self._checked}
+        if not unchecked:
+            return
+        offered, workers = self._offered()
+        for name, seat in sorted(unchecked.items()):
+            resource = resource_name(seat)
+            if offered.get(resource, 0) <= 0:
+                raise EnvironmentProblem(
+                    f"dask scheduler {self.address}: seat {name!r} needs worker resource "
+                    f"{resource!r}, which none of its {workers} worker(s) offers; start workers "
+                    f'with --resources "{resource}=N"'
+                )
+            self._checked.add(name)
+        if self.writable and self.head is None:
+            self.head = worktree.find_repo(self.ctx.workspace).head
+
+    def _offered(self) -> tuple[dict[str, float], int]:
+        """The most of each resource any one worker offers, and how many workers there are."""
+        try:
+            info = self.client.scheduler_info(n_workers=-1)
+        except TypeError:  # older distributed: every worker, no parameter
+            info = self.client.scheduler_info()
+        offered: dict[str, float] = {}
+        workers = info.get("workers") or {}
+        for worker in workers.values():
+            for name, amount in (worker.get("resources") or {}).items():
+                offered[name] = max(offered.get(name, 0), float(amount))
+        return offered, len(workers)
+
+    def submit(self, cell: Cell, attempt: int, started_at: str) -> None:
+        """Hand one seat run to the cluster (its `running` receipt is written); returns at once.
+
+        A submission the engine refuses is recorded at once as an apparatus fault.
+        """
+        if proc.stopping.is_set():
+            raise proc.Interrupted("stopped before the seat run was submitted")
+        if os.getpid() != self._pid:  # a forked doit worker: its copy of the client is dead
+            raise EnvironmentProblem(
+                "the dask executor cannot run under doit -P process (its tasks are tracked in "
+                "the main process); drop -P process: the cluster runs the seats in parallel"
+            )
+        pending = _Pending(cell, attempt, started_at, seat_job(cell, attempt, self.head))
+        key = f"{TASK_PREFIX}-{cell.cell_id[:16]}-{attempt}-{uuid.uuid4().hex[:8]}"
+        try:
+            if cell.seat.name not in self._checked:
+                # a cell that needs a run only now (its reuse source went bad) connects late
+                self._connect({cell.seat.name: cell.seat})
+                pending = dataclasses.replace(pending, job=seat_job(cell, attempt, self.head))
+            future = self.client.submit(
+                run_on_worker,
+                pending.job,
+                str(self.ctx.workspace),
+                key=key,
+                resources={resource_name(cell.seat): 1},
+                pure=False,
+                retries=0,
+            )
+        except Exception as exc:
+            self._record_fault(pending, _engine_fault("the seat run could not be submitted", exc))
+            return
+        with self._lock:
+            self._pending[key] = (pending, future)
+
+    def collect(self, count: Callable[[str | None], None]) -> None:
+        """Wait for every submitted seat run and record each as it finishes (the collect task).
+
+        A cell whose recording fails (a full disk) does not stop the others from
+        being recorded; the first such error is raised at the end.
+        """
+        with self._lock:
+            futures = [future for _, future in self._pending.values()]
+        if not futures:
+            return
+        from distributed import as_completed
+
+        completed = as_completed(futures, loop=self.client.loop)
+        del futures  # a finished run's data is released on its worker once recorded
+        failure: Exception | None = None
+        try:
+            for future in completed:
+                if proc.stopping.is_set():  # interrupted: its cell stays `running`
+                    raise proc.Interrupted("stopped while waiting for seat runs on the cluster")
+                with self._lock:
+                    pending, _ = self._pending.pop(future.key)
+                try:
+                    receipt = self._record(pending, future)
+                except Exception as exc:
+                    failure = failure or exc
+                    continue
+                count(receipt["state"])
+        finally:
+            self.close()
+        if failure is not None:
+            raise failure
+
+    def _record(self, pending: _Pending, future: Any) -> dict[str, Any]:
+        """Record a finished task as a local run would be recorded; engine faults as faults."""
+        status = future.status
+        if status == "finished":
+            try:
+                remote = future.result()
+            except Exception as exc:
+                return self._record_fault(
+                    pending, _engine_fault("the seat run's result could not be fetched", exc)
+                )
+            if remote.run is None:
+                return self._record_fault(pending, _engine_fault(remote.lost or "the run was lost"))
+            rdir = store.run_dir(self.ctx.out, pending.cell.cell_id, pending.attempt)
+            _unpack(remote.files, rdir)
+            return self._finish(pending, record_run(rdir, remote.run))
+        if status == "error":
+            error = future.exception()
+            if type(error).__name__ == "KilledWorker":
+                last = getattr(getattr(error, "last_worker", None), "address", "unknown")
+                what = f"the worker running the seat died (KilledWorker; last worker {last})"
+                return self._record_fault(pending, _engine_fault(what))
+            return self._record_fault(pending, _engine_fault("the seat's task failed", error))
+        if status != "cancelled":
+            return self._record_fault(pending, _engine_fault(f"the seat's task ended {status}"))
+        # the connection to the scheduler was lost, or someone cancelled the task
+        try:
+            future.result()  # a cancelled future raises at once, with the reason
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            message = getattr(exc, "msg", None)
+            what = f"the seat's task was cancelled ({reason}{': ' + message if message else ''})"
+            return self._record_fault(pending, _engine_fault(what))
+        return self._record_fault(pending, _engine_fault("the seat's task was cancelled"))
+
+    def _record_fault(self, pending: _Pending, detail: str) -> dict[str, Any]:
+        rdir = store.run_dir(self.ctx.out, pending.cell.cell_id, pending.attempt)
+        run = unlaunched_run(
+            pending.job, rdir, self.ctx.workspace, detail, "transport_error", "apparatus_fault"
+        )
+        return self._finish(pending, record_run(rdir, run))
+
+    def _finish(self, pending: _Pending, run_doc: dict[str, Any]) -> dict[str, Any]:
+        """Classify, grade (here, on the coordinator) and write the terminal receipt."""
+        return finish(self.ctx, pending.cell, pending.attempt, pending.started_at, run_doc, None)
+
+    def cancel_all(self) -> None:
+        """Cancel the seat runs still on the cluster (terminate_all calls it on SIGTERM/Ctrl-C)."""
+        client = self.client
+        with self._lock:
+            futures = [future for _, future in self._pending.values()]
+        if client is None or not futures:
+            return
+        # not in the signal handler itself: the interrupted thread may hold a lock the
+        # client needs; workers then stop the seats whose tasks were cancelled
+        threading.Thread(target=client.cancel, args=(futures,), daemon=True).start()
+
+    def close(self) -> None:
+        """Disconnect from the scheduler (tasks still wanted only by us are dropped)."""
+        client, self.client = self.client, None
+        if client is not None:
+            try:
+                client.close(timeout=CLOSE_TIMEOUT_SECONDS)
+            except Exception:  # the scheduler may already be gone; nothing left to tidy
+                pass
+
+
+def _engine_fault(what: str, exc: BaseException | None = None) -> str:
+    """A one-line detail for an engine fault; always read as transport_drop, never a 5xx."""
+    detail = f"dask: {what}" + (f" ({type(exc).__name__}: {_one_line(exc)})" if exc else "")
+    if fault_reason(detail) != "transport_drop":  # the message happened to look like a 5xx
+        detail = f"dask: {what}" + (f" ({type(exc).__name__})" if exc else "")
+    return detail[:500]
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _unpack(files: Mapping[str, bytes], rdir: Path) -> None:
+    """Write the files a worker sent back into the attempt's run folder (never outside it)."""
+    for name, data in files.items():
+        relative = PurePosixPath(name)
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            continue
+        target = rdir.joinpath(*relative.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+# -- worker ---------------------------------------------------------------------
+
+
+def run_on_worker(job: SeatJob, coordinator_workspace: str) -> RemoteRun:
+    """The Dask task: run one seat on this worker, as a local run would, in its own workspace."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    key = worker.get_current_task()
+    if not _claim(key, worker.address):
+        lost = (
+            "the worker first running the seat was lost; its task was restarted on "
+            f"{worker.address}, which did not run the seat a second time"
+        )
+        return RemoteRun(run=None, files={}, worker=worker.address, lost=lost)
+    with tempfile.TemporaryDirectory(prefix="brigade-seat-") as scratch:
+        rdir = Path(scratch)  # the seat's BRIGADE_RUN_DIR here; its files go back
+        workspace, problem = worker_workspace(coordinator_workspace)
+        if workspace is None:
+            detail = f"dask worker {worker.address}: {problem}"
+            run = unlaunched_run(job, rdir, Path(coordinator_workspace), detail, "launch_failed")
+        else:
+            job = localise(job, Path(coordinator_workspace), workspace)
+            run = execute_seat(job, workspace, rdir, should_stop=_cancelled(worker, key))
+        return RemoteRun(run=run, files=_pack(rdir), worker=worker.address)
+
+
+def worker_workspace(coordinator_workspace: str) -> tuple[Path | None, str]:
+    """This machine's workspace: $BRIGADE_WORKSPACE, else the coordinator's path if it is here."""
+    configured = os.environ.get(WORKSPACE_VARIABLE)
+    if configured:
+        path = Path(configured)
+        if path.is_dir():
+            return path, ""
+        return None, f"{WORKSPACE_VARIABLE}={configured} is not a folder"
+    path = Path(coordinator_workspace)
+    if path.is_dir():
+        return path, ""
+    return None, (
+        f"the workspace {coordinator_workspace} does not exist here; set "
+        f"{WORKSPACE_VARIABLE} to this machine's checkout when starting the worker"
+    )
+
+
+def _claim(key: object, address: str) -> bool:
+    """Whether this is the task's first start; records it on the scheduler.
+
+    When a worker dies mid-task Dask restarts the task elsewhere (up to
+    `distributed.scheduler.allowed-failures` times). A seat run is one attempt,
+    so a restart reports the loss instead of silently running the agent again.
+    The scheduler drops the mark when it forgets the task.
+    """
+    from distributed import get_client
+
+    client = get_client()
+    if client.get_metadata(key, None) is not None:
+        return False
+    client.set_metadata(key, address)
+    return True
+
+
+def _cancelled(worker: Any, key: object) -> Callable[[], bool]:
+    """Whether the coordinator cancelled this task (or went away): the seat is then stopped."""
+
+    def cancelled() -> bool:
+        try:
+            task = worker.state.tasks.get(key)
+        except AttributeError:  # a distributed without the worker state machine: never stop
+            return False
+        # only an explicit cancellation stops a seat: a wrong guess would end a good run
+        return task is not None and task.state == "cancelled"
+
+    return cancelled
+
+
+def localise(job: SeatJob, coordinator_workspace: Path, workspace: Path) -> SeatJob:
+    """The job with a roster folder inside the coordinator's workspace moved into this one."""
+    if workspace == coordinator_workspace:
+        return job
+    try:
+        relative = Path(job.seat.roster_dir).relative_to(coordinator_workspace)
+    except ValueError:
+        return job
+    seat = dataclasses.replace(job.seat, roster_dir=str(workspace / relative))
+    return dataclasses.replace(job, seat=seat)
+
+
+def _pack(rdir: Path) -> dict[str, bytes]:
+    """Every regular file the run left in its scratch run folder (logs, changes/, the seat's)."""
+    files: dict[str, bytes] = {}
+    for path in sorted(rdir.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            files[path.relative_to(rdir).as_posix()] = path.read_bytes()
+    return files

@@ -1,0 +1,376 @@
+"""The one place that spawns processes: run a command in its own process group.
+
+`run` never decides pass or fail. A missing executable is a result
+(`launched=False`), not an exception; `outcome` classifies what happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, NoReturn
+
+from brigade.core.clock import utc_now
+
+TERM_GRACE_SECONDS = 3.0
+
+_live_lock = threading.Lock()
+_live_groups: set[int] = set()
+# set when brigade itself is being stopped: seats killed then are not results
+stopping = threading.Event()
+
+
+class Interrupted(Exception):
+    """The run was stopped (SIGTERM / Ctrl-C) while a seat was running."""
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """What happened to one process run."""
+
+    launched: bool
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    launch_error: str | None
+    started_at: str
+    finished_at: str
+    duration_seconds: float
+    executable: str | None
+
+
+def resolve_executable(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Absolute path of the program that would run, or None when there is none."""
+    if os.sep in program:
+        candidate = (cwd / program) if not os.path.isabs(program) else Path(program)
+        return str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None
+    return shutil.which(program, path=env.get("PATH", os.defpath))
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin_text: str | None,
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+    grace: float = TERM_GRACE_SECONDS,
+    should_stop: Callable[[], bool] | None = None,
+    driver: Sequence[str] = (),
+) -> ProcResult:
+    """Run argv in a new session; stdout/stderr go straight to files (kept on timeout).
+
+    With a `driver` (a command prefix such as a protocol client), the process
+    started is the driver, given argv with its program resolved on PATH; a
+    program that does not resolve is a launch failure, as it would be without.
+
+    On timeout the whole process group gets SIGTERM, then SIGKILL after `grace`.
+    Leftover members of the group (background children) are killed when the
+    leader exits, so no agent process outlives its cell. `should_stop` is polled
+    while the seat runs (a Dask worker asks whether its task was cancelled); when
+    it says yes the group is ended the same way and Interrupted is raised.
+    """
+    started_at = utc_now()
+    start = time.monotonic()
+    executable = resolve_executable(argv[0], cwd, env) if argv else None
+    with (
+        open(stdout_path, "wb") as out,
+        open(stderr_path, "wb") as err,
+        _stdin_source(stdin_text) as stdin,
+    ):
+        try:
+            if driver:
+                if executable is None:
+                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+                command = [*driver, executable, *argv[1:]]
+            else:
+                command = list(argv)
+            proc = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=dict(env),
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            name = argv[0] if argv else "(empty command)"
+            err.write(f"brigade: cannot launch {name}: {reason}\n".encode())
+            return ProcResult(
+                launched=False,
+                exit_code=None,
+                signal=None,
+                timed_out=False,
+                launch_error=f"cannot launch {name}: {reason}",
+                started_at=started_at,
+                finished_at=utc_now(),
+                duration_seconds=round(time.monotonic() - start, 6),
+                executable=executable,
+            )
+        with _live_lock:
+            _live_groups.add(proc.pid)
+        # A timer ends the group on time; the wait itself blocks in waitpid, so a
+        # finished seat is noticed at once (Popen.wait(timeout) polls with sleeps
+        # of up to 50 ms, which adds up over thousands of cells).
+        expiry = _Expiry(proc, grace)
+        timer = threading.Timer(timeout, expiry.fire)
+        timer.daemon = True
+        timer.start()
+        stopped = _Expiry(proc, grace)
+        waited = threading.Event()
+        if should_stop is not None:
+            threading.Thread(
+                target=_watch_stop, args=(should_stop, stopped, waited), daemon=True
+            ).start()
+        try:
+            proc.wait()
+        finally:
+            timer.cancel()
+            waited.set()
+            _signal_group(proc.pid, signal.SIGKILL)
+            with _live_lock:
+                _live_groups.discard(proc.pid)
+        timed_out = expiry.fired
+    if stopping.is_set() or stopped.fired:
+        raise Interrupted(f"stopped while running {argv[0]}")
+    code = proc.returncode
+    return ProcResult(
+        launched=True,
+        exit_code=code,
+        signal=-code if code is not None and code < 0 else None,
+        timed_out=timed_out,
+        launch_error=None,
+        started_at=started_at,
+        finished_at=utc_now(),
+        duration_seconds=round(time.monotonic() - start, 6),
+        executable=executable,
+    )
+
+
+# a prompt this small fits a pipe's buffer (64 KiB on Linux), so it can be
+# written before the seat starts; bigger prompts go through a temporary file
+PIPE_PROMPT_BYTES = 16 * 1024
+
+
+@contextlib.contextmanager
+def _stdin_source(text: str | None) -> Iterator[int | IO[bytes]]:
+    """What the seat reads on stdin: the prompt (pipe or temp file) or /dev/null."""
+    if text is None:
+        yield subprocess.DEVNULL
+        return
+    data = text.encode("utf-8")
+    if len(data) <= PIPE_PROMPT_BYTES:
+        read_end, write_end = os.pipe()
+        try:
+            os.write(write_end, data)
+        finally:
+            os.close(write_end)
+        try:
+            yield read_end
+        finally:
+            os.close(read_end)
+        return
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.seek(0)
+        yield handle
+
+
+class _Expiry:
+    """Ends a seat's process group when its time is up: SIGTERM, then SIGKILL after a grace."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], grace: float) -> None:
+        self.proc = proc
+        self.grace = grace
+        self.fired = False
+
+    def fire(self) -> None:
+        if self.proc.poll() is not None:
+            return  # it finished just in time
+        self.fired = True
+        _signal_group(self.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return
+            time.sleep(0.05)
+        _signal_group(self.proc.pid, signal.SIGKILL)
+
+
+# how often a seat's `should_stop` is asked (a cancelled remote seat ends within this)
+STOP_POLL_SECONDS = 0.5
+
+
+def _watch_stop(should_stop: Callable[[], bool], stopped: _Expiry, waited: threading.Event) -> None:
+    while not waited.wait(STOP_POLL_SECONDS):
+        if should_stop():
+            stopped.fire()
+            return
+
+
+_stoppers: list[Callable[[], None]] = []
+
+
+def on_stop(callback: Callable[[], None]) -> None:
+    """Have terminate_all also call `callback` (the Dask executor cancels its remote seats)."""
+    with _live_lock:
+        _stoppers.append(callback)
+
+
+def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
+    """Stop every process group still running (on SIGTERM or Ctrl-C of brigade)."""
+    stopping.set()
+    with _live_lock:
+        stoppers = list(_stoppers)
+    for stop in stoppers:
+        try:
+            stop()
+        except Exception:  # best effort: the run is ending either way
+            pass
+    with _live_lock:
+        groups = list(_live_groups)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    pending = groups
+    while pending and time.monotonic() < deadline:
+        pending = [g for g in pending if _leader_running(g)]
+        if pending:
+            time.sleep(0.05)
+    for pgid in groups:  # leaders that outlived the grace, and what their groups left behind
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def end_stragglers(variable: str, prefix: str, rounds: int = 20) -> list[int]:
+    """End this user's processes whose environment sets `variable` to a path under `prefix`.
+
+    Seats of a run that was killed outright (kill -9, the OOM killer) live on in
+    their own sessions. Every seat process, and whatever it starts, inherits
+    `BRIGADE_RUN_DIR`, so before a crashed cell runs again its leftovers are
+    found by that value and killed: they would otherwise keep spending and
+    keep writing next to the new attempt. Reads /proc (Linux); elsewhere
+    nothing is found. Returns the pids killed.
+    """
+    needle = f"\0{variable}={prefix}".encode()
+    ended: list[int] = []
+    for _ in range(rounds):  # again: a straggler may have forked while being found
+        found = [pid for pid in _processes_with(needle) if pid != os.getpid()]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        ended.extend(pid for pid in found if pid not in ended)
+        time.sleep(0.05)  # a killed process's environment reads empty once it is gone
+    return ended
+
+
+def _processes_with(needle: bytes) -> list[int]:
+    """Pids whose /proc/<pid>/environ holds `needle` (a NUL, then `NAME=value-prefix`)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    pids = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in b"\0" + environ:
+            pids.append(int(name))
+    return pids
+
+
+def _leader_running(pgid: int) -> bool:
+    """Whether a seat's leader (our child, pid == pgid) has not exited; it is not reaped.
+
+    A group's exited leader stays a zombie until its waiting thread reaps it, which in
+    serial mode is the very thread running the signal handler: `killpg(pgid, 0)` would
+    see it alive for the whole grace.
+    """
+    if not hasattr(os, "waitid"):  # not on every Unix
+        return _group_alive(pgid)
+    try:
+        return os.waitid(os.P_PID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # already reaped: whatever is left of its group
+        return _group_alive(pgid)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def capture_bytes(
+    argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 10.0
+) -> tuple[int | None, bytes, str]:
+    """Run a short helper command (git, `--version`): (code, stdout bytes, stderr text).
+
+    A missing program or a timeout gives code None instead of raising.
+    """
+    try:
+        done = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            start_new_session=True,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, b"", str(exc)
+    return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")
+
+
+def capture(
+    argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 10.0
+) -> tuple[int | None, str, str]:
+    """Like capture_bytes, with stdout decoded as UTF-8."""
+    code, out, err = capture_bytes(argv, cwd=cwd, timeout=timeout)
+    return code, out.decode("utf-8", "replace"), err
+
+
+def end_process(code: int) -> NoReturn:
+    """End brigade's own process with `code` once its output is flushed.
+
+    Called when everything is written (receipts, summary, indexes, doit's DB)
+    and the run lock is released. A run over many cells holds them all in
+    memory; freeing them one by one on the way out costs more than a no-op
+    resume's own work, and nothing is left for it to do.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken pipe: nothing left to say
+            pass
+    os._exit(code)

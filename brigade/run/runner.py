@@ -1,0 +1,651 @@
+"""Bring one cell up to date: run its seat (or reuse a run), grade, and write its receipts."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brigade.adapters import adapter_for
+from brigade.adapters.base import Reading, SeatRequest
+from brigade.core.clock import utc_now
+from brigade.core.identity import CELL_SCHEMA
+from brigade.core.plan import Cell
+from brigade.core.specs import SeatSpec
+from brigade.core.taxonomy import (
+    RunFacts,
+    Verdict,
+    cell_score,
+    classify_grades,
+    classify_run,
+    decide,
+)
+from brigade.errors import EnvironmentProblem, TamperedOutput
+from brigade.outdir import store
+from brigade.run import graders, proc, worktree
+from brigade.run.doctor import executable_version
+
+FINAL = "final.txt"
+RUN_RECORD = "run.json"
+WORKER_RESULTS = "worker-results.json"
+STDOUT = "stdout.log"
+STDERR = "stderr.log"
+# receipt fields that describe the cell itself (identity and coordinate)
+GRADEABLE = frozenset({"accepted", "rejected", "unscored", "grader_error"})
+PLAN_FIELDS = (
+    "cell_id",
+    "coordinate",
+    "case_id",
+    "case",
+    "prompt",
+    "seat",
+    "trial",
+    "execution_mode",
+)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where a run reads and writes, shared by every cell of one invocation."""
+
+    out: Path
+    workspace: Path
+    manifest_dir: Path
+    manifest_digest: str
+    retry_transient: bool = False
+
+
+# set for every seat process (and so for all it starts): its attempt's run folder
+RUN_DIR_VARIABLE = "BRIGADE_RUN_DIR"
+
+# hands a seat run to another executor (cell, attempt, started_at); it records it later
+Submit = Callable[[Cell, int, str], None]
+
+
+def bring_up_to_date(
+    ctx: RunContext,
+    cell: Cell,
+    reuse_from: str | None = None,
+    always: bool = False,
+    submit: Submit | None = None,
+) -> str:
+    """Run (or reuse) the seat for a cell that needs it; returns what was done.
+
+    The decision is taken again from disk here, so a cell finished by another
+    run since the plan was loaded is left alone. `always` runs a new attempt
+    whatever the receipt says (like `make -B`). With `submit` (the Dask
+    executor) the seat run is handed over after the `running` receipt is
+    written, and recorded by whoever collects it.
+    """
+    recorded = store.read_receipt(ctx.out, cell.cell_id)
+    source = _usable_source(ctx, reuse_from) if reuse_from and not always else None
+    action = (
+        "run"
+        if always
+        else decide(
+            recorded.receipt, retry_transient=ctx.retry_transient, reusable=source is not None
+        )
+    )
+    if action in ("skip", "regrade"):
+        return action
+    crashed = recorded.state == "running"
+    if crashed:
+        _end_crashed_seat(ctx.out, cell, recorded.attempt)
+        _remove_crash_leftovers(ctx.out, cell.cell_id, recorded.attempt)
+    started_at = recorded.receipt["started_at"] if crashed and recorded.receipt else utc_now()
+    attempt = store.new_attempt(ctx.out, cell.cell_id, recorded.attempt)
+    store.write_receipt(ctx.out, running_receipt(ctx, cell, attempt, started_at))
+    reused = None
+    if source is not None:
+        run_doc, reused = _copy_run(ctx, source, cell, attempt)
+    elif submit is not None:
+        submit(cell, attempt, started_at)
+        return action
+    else:
+        run_doc = run_seat(ctx, cell, attempt)
+    finish(ctx, cell, attempt, started_at, run_doc, reused)
+    return action
+
+
+def running_receipt(ctx: RunContext, cell: Cell, attempt: int, started_at: str) -> dict[str, Any]:
+    """The receipt written before the seat starts."""
+    return {
+        "schema": CELL_SCHEMA,
+        **{key: value for key, value in cell.document().items() if key in PLAN_FIELDS},
+        "grader_specs": list(cell.graders),
+        "state": "running",
+        "attempt": attempt,
+        "started_at": started_at,
+        "manifest_digest": ctx.manifest_digest,
+    }
+
+
+def seat_environment(request: SeatRequest, extra: dict[str, str]) -> dict[str, str]:
+    """The seat's environment: ours, the adapter's, the seat's `env`, then BRIGADE_*."""
+    seat = request.seat
+    env = dict(os.environ)
+    env.update(extra)
+    env.update(seat.env)
+    env.update(
+        {
+            "BRIGADE_CELL_ID": request.cell_id,
+            "BRIGADE_COORDINATE": request.coordinate,
+            RUN_DIR_VARIABLE: str(request.run_dir),
+            "BRIGADE_WORKSPACE": str(request.cwd),
+            "BRIGADE_SEAT": seat.name,
+            "BRIGADE_MODEL": seat.model or "",
+            "BRIGADE_REASONING": seat.reasoning or "",
+            "BRIGADE_EXECUTION_MODE": "writable-worktree" if request.writable else "read-only",
+        }
+    )
+    return env
+
+
+@dataclass(frozen=True)
+class SeatJob:
+    """One seat run, whatever executes it (the Dask executor pickles it to a worker)."""
+
+    cell_id: str
+    coordinate: str
+    attempt: int
+    seat: SeatSpec
+    prompt: str
+    execution_mode: str
+    # writable runs: the commit the worktree starts from (None: the workspace's HEAD now)
+    head: str | None = None
+
+    @property
+    def writable(self) -> bool:
+        """Whether the seat runs in its own detached worktree."""
+        return self.execution_mode == "writable-worktree"
+
+
+@dataclass(frozen=True)
+class SeatRun:
+    """What running a seat produced: run.json's document and what goes beside it."""
+
+    run_doc: dict[str, Any]
+    final_text: str
+    timed_out: bool
+    transport: str | None
+    seat: str
+
+
+def seat_job(cell: Cell, attempt: int, head: str | None = None) -> SeatJob:
+    """The job that runs a cell's seat for one attempt."""
+    return SeatJob(
+        cell_id=cell.cell_id,
+        coordinate=cell.coordinate,
+        attempt=attempt,
+        seat=cell.seat,
+        prompt=cell.prompt,
+        execution_mode=cell.execution_mode,
+        head=head,
+    )
+
+
+def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
+    """Run the seat here once for an attempt; write final.txt, logs, run.json, worker-results."""
+    rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
+    return record_run(rdir, execute_seat(seat_job(cell, attempt), ctx.workspace, rdir))
+
+
+def execute_seat(
+    job: SeatJob,
+    workspace: Path,
+    rdir: Path,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+) -> SeatRun:
+    """Run a seat in `workspace`: logs (and a writable run's changes) go to `rdir`.
+
+    Shared by both executors: the local one passes the attempt's run folder,
+    a Dask worker a scratch folder whose files it sends back. Writes no record.
+    """
+    tree: worktree.Worktree | None = None
+    try:
+        if job.writable:
+            try:
+                tree = worktree.create(_worktree_repo(workspace, job.head))
+            except (OSError, EnvironmentProblem) as exc:
+                return unlaunched_run(job, rdir, workspace, f"worktree: {exc}", "worktree_failed")
+        cwd = tree.cwd if tree else workspace
+        request = SeatRequest(
+            seat=job.seat,
+            prompt=job.prompt,
+            cwd=cwd,
+            run_dir=rdir,
+            writable=job.writable,
+            cell_id=job.cell_id,
+            coordinate=job.coordinate,
+        )
+        adapter = adapter_for(job.seat.cli)
+        invocation = adapter.invocation(request)
+        result = proc.run(
+            invocation.argv,
+            cwd=cwd,
+            env=seat_environment(request, dict(invocation.env)),
+            stdin_text=invocation.stdin_text,
+            timeout=job.seat.timeout_seconds,
+            stdout_path=rdir / STDOUT,
+            stderr_path=rdir / STDERR,
+            should_stop=should_stop,
+            driver=invocation.driver,
+        )
+        stdout = _read_text(rdir / STDOUT)
+        stderr = _read_text(rdir / STDERR)
+        if result.launched and not result.timed_out:
+            reading = adapter.read(exit_code=result.exit_code, stdout=stdout, stderr=stderr)
+        else:
+            reading = Reading(final_text=stdout if result.launched else "")
+        status, kind, detail = _run_status(result, reading)
+        run_doc: dict[str, Any] = {
+            "schema": "brigade.run.v1",
+            "cell_id": job.cell_id,
+            "attempt": job.attempt,
+            "status": status,
+            "exit_code": result.exit_code,
+            "signal": result.signal,
+            "duration_seconds": result.duration_seconds,
+            "cwd": str(cwd),
+            "started_at": result.started_at,
+            "finished_at": result.finished_at,
+            "failure_kind": kind,
+            "failure_detail": detail,
+            "adapter": adapter.name,
+            "argv": list(invocation.argv),
+            "executable": result.executable,
+            "executable_version": executable_version(adapter, job.seat, result.executable),
+            "timeout_seconds": job.seat.timeout_seconds,
+            "execution_mode": job.execution_mode,
+            "workspace_access": "detached-worktree" if job.writable else "shared-checkout",
+            "read_only_enforcement": (
+                "not-applicable" if job.writable else invocation.read_only_enforcement
+            ),
+            "settings_not_applied": list(invocation.settings_not_applied),
+            "changed_files": None,
+            "workspace_snapshot": None,
+            "stdout_bytes": len(stdout.encode("utf-8")),
+            "stderr_bytes": len(stderr.encode("utf-8")),
+        }
+        if tree is not None:
+            changed, deleted = worktree.changes(tree)
+            not_copied = worktree.snapshot(tree, changed, rdir)
+            run_doc["changed_files"] = changed
+            run_doc["workspace_snapshot"] = {
+                "head": tree.repo.head,
+                "prefix": tree.repo.prefix,
+                "deleted": deleted,
+                "not_copied": not_copied,
+            }
+        return SeatRun(
+            run_doc, reading.final_text, result.timed_out, invocation.transport, job.seat.name
+        )
+    finally:
+        if tree is not None:
+            worktree.remove(tree)
+
+
+def _end_crashed_seat(out: Path, cell: Cell, attempt: int | None) -> None:
+    """Kill what a crashed run's seat left running for this cell (found by its
+    BRIGADE_RUN_DIR). The run holds the output directory's lock, so no live run
+    owns these processes."""
+    ended = proc.end_stragglers(RUN_DIR_VARIABLE, f"{store.cell_dir(out, cell.cell_id)}/")
+    if ended:
+        which = f"attempt {attempt}" if attempt is not None else "an earlier attempt"
+        sys.stderr.write(
+            f"brigade: {cell.coordinate}: ended {len(ended)} process(es) left running by "
+            f"{which} of a run that was killed (pids {', '.join(map(str, sorted(ended)))})\n"
+        )
+
+
+def _remove_crash_leftovers(out: Path, cell_id: str, attempt: int | None) -> None:
+    """Temp files of writes the crash interrupted: in the cell's folder and its last attempt's."""
+    base = store.cell_dir(out, cell_id)
+    store.remove_stale_temps(base)
+    if attempt is not None:
+        folder = base / store.ATTEMPTS_DIR / store.attempt_name(attempt)
+        store.remove_stale_temps(folder)
+        store.remove_stale_temps(folder / store.RUN_DIR)
+
+
+def _worktree_repo(workspace: Path, head: str | None) -> worktree.Repo:
+    """The repository to branch a writable run from, at `head` when one is given."""
+    repo = worktree.find_repo(workspace)
+    if head is None or head == repo.head:
+        return repo
+    code, _, _ = proc.capture(
+        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=repo.toplevel, timeout=60
+    )
+    if code != 0:
+        raise EnvironmentProblem(
+            f"commit {head} is not in the git checkout at {repo.toplevel} here "
+            "(fetch it there, then re-run with --retry-transient)"
+        )
+    return dataclasses.replace(repo, head=head)
+
+
+def _run_status(result: proc.ProcResult, reading: Reading) -> tuple[str, str | None, str | None]:
+    if not result.launched:
+        return "not_launched", "launch_failed", result.launch_error
+    if result.timed_out:
+        return "timed_out", "timeout", "no exit within the seat's time limit; process group killed"
+    if reading.fault is not None:
+        return "apparatus_fault", reading.fault.kind, reading.fault.detail
+    if result.exit_code != 0:
+        return "failed", "nonzero_exit", f"exited with status {result.exit_code}"
+    return "completed", None, None
+
+
+def unlaunched_run(
+    job: SeatJob,
+    rdir: Path,
+    cwd: Path,
+    detail: str,
+    kind: str,
+    status: str = "not_launched",
+) -> SeatRun:
+    """A run whose seat never ran (or whose result was lost): empty logs but for the detail."""
+    now = utc_now()
+    store.atomic_write_bytes(rdir / STDOUT, b"")
+    store.atomic_write_bytes(rdir / STDERR, f"brigade: {detail}\n".encode())
+    run_doc: dict[str, Any] = {
+        "schema": "brigade.run.v1",
+        "cell_id": job.cell_id,
+        "attempt": job.attempt,
+        "status": status,
+        "exit_code": None,
+        "signal": None,
+        "duration_seconds": 0.0,
+        "cwd": str(cwd),
+        "started_at": now,
+        "finished_at": now,
+        "failure_kind": kind,
+        "failure_detail": detail,
+        "adapter": adapter_for(job.seat.cli).name,
+        "argv": [],
+        "executable": None,
+        "executable_version": None,
+        "timeout_seconds": job.seat.timeout_seconds,
+        "execution_mode": job.execution_mode,
+        "workspace_access": "detached-worktree" if job.writable else "shared-checkout",
+        "read_only_enforcement": "not-applicable",
+        "settings_not_applied": [],
+        "changed_files": None,
+        "workspace_snapshot": None,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+    }
+    return SeatRun(run_doc, "", False, job.seat.transport, job.seat.name)
+
+
+def record_run(rdir: Path, run: SeatRun) -> dict[str, Any]:
+    """Write final.txt, run.json and worker-results.json for a seat run; returns run.json's doc.
+
+    The one place a seat run is recorded, wherever it ran.
+    """
+    store.atomic_write_bytes(rdir / FINAL, run.final_text.encode("utf-8"), sync_dir=False)
+    _write_run_records(rdir, run.run_doc, run.timed_out, run.transport, run.seat)
+    return run.run_doc
+
+
+def _write_run_records(
+    rdir: Path, run_doc: dict[str, Any], timed_out: bool, transport: str | None, seat: str
+) -> None:
+    store.write_json(rdir / RUN_RECORD, run_doc, "brigade.run.v1", sync_dir=False)
+    ok = run_doc["status"] in ("completed", "failed", "timed_out")
+    store.write_json(
+        rdir / WORKER_RESULTS,
+        {
+            "schema": "brigade.worker_results.v1",
+            "results": [
+                {
+                    "worker": seat,
+                    "ok": ok,
+                    "exit_code": run_doc["exit_code"],
+                    "timed_out": timed_out,
+                    "failure_kind": run_doc["failure_kind"],
+                    "detail": run_doc["failure_detail"],
+                    "transport": transport,
+                }
+            ],
+        },
+        "brigade.worker_results.v1",
+        sync_dir=False,
+    )
+
+
+def facts_from_run(run_doc: dict[str, Any]) -> RunFacts:
+    """The classification inputs recorded in run.json."""
+    status = run_doc["status"]
+    return RunFacts(
+        launched=status != "not_launched",
+        timed_out=status == "timed_out",
+        exit_code=run_doc["exit_code"],
+        fault_detail=(
+            run_doc.get("failure_detail") or status
+            if status in ("not_launched", "apparatus_fault")
+            else None
+        ),
+    )
+
+
+def grade_context(
+    ctx: RunContext, cell_id: str, rdir: Path, run_doc: dict[str, Any]
+) -> graders.GradeContext:
+    """What the graders see for a stored run."""
+    final_path = rdir / FINAL
+    snapshot = run_doc.get("workspace_snapshot")
+    view: graders.WorkspaceView
+    if snapshot:
+        view = worktree.SnapshotWorkspace(
+            rdir, {**snapshot, "changed_files": run_doc.get("changed_files")}, ctx.workspace
+        )
+    else:
+        view = graders.LiveWorkspace(ctx.workspace)
+    changed = run_doc.get("changed_files")
+    return graders.GradeContext(
+        cell_id=cell_id,
+        final_text=_read_text(final_path),
+        output_digest=store.file_digest(final_path),
+        output_ref=os.path.relpath(final_path, ctx.out),
+        exit_code=run_doc["exit_code"],
+        manifest_dir=ctx.manifest_dir,
+        workspace=view,
+        changed_files=tuple(changed) if changed is not None else None,
+    )
+
+
+def finish(
+    ctx: RunContext,
+    cell: Cell,
+    attempt: int,
+    started_at: str,
+    run_doc: dict[str, Any],
+    reused: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Classify the run, grade when it exited 0, write the terminal receipt."""
+    rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
+    verdict = classify_run(facts_from_run(run_doc))
+    results: list[dict[str, Any]] = []
+    if verdict is None:
+        results = graders.run_graders(cell.graders, grade_context(ctx, cell.cell_id, rdir, run_doc))
+        verdict = classify_grades(results)
+    receipt = running_receipt(ctx, cell, attempt, started_at)
+    receipt.update(
+        _terminal_fields(verdict, results, run_doc, rdir, store.file_digest(rdir / FINAL))
+    )
+    if reused is not None:
+        receipt["reused_run"] = reused
+        receipt["finished_at"] = receipt["graded_at"]  # this attempt ended now, not the source's
+    store.write_receipt(ctx.out, receipt)
+    return receipt
+
+
+def _terminal_fields(
+    verdict: Verdict,
+    results: list[dict[str, Any]],
+    run_doc: dict[str, Any],
+    rdir: Path,
+    output_digest: str | None,
+) -> dict[str, Any]:
+    now = utc_now()
+    fields: dict[str, Any] = {
+        "state": verdict.state,
+        "finished_at": run_doc["finished_at"],
+        "exit_code": run_doc["exit_code"],
+        "duration_seconds": run_doc["duration_seconds"],
+        "run_dir": str(rdir),
+        "graders": results,
+        "output_digest": output_digest,
+        "score": cell_score(results),
+        "acceptance": _acceptance(verdict, results),
+        "graded_at": now,
+    }
+    if verdict.failure_reason is not None:
+        fields["failure_reason"] = verdict.failure_reason
+    if verdict.detail is not None:
+        fields["failure_detail"] = verdict.detail
+    return fields
+
+
+def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if verdict.state not in ("accepted", "rejected", "unscored", "grader_error"):
+        return None
+    return {
+        "accepted": verdict.state == "accepted",
+        "graders_total": len(results),
+        "graders_passed": sum(
+            1 for r in results if r["status"] == "scored" and r["score"] >= r["score_max"]
+        ),
+        "graders_errored": sum(1 for r in results if r["status"] == "grader_error"),
+    }
+
+
+def verify_output(ctx: RunContext, receipt: dict[str, Any]) -> Path:
+    """The run folder of a receipt after checking final.txt against output_digest."""
+    rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
+    actual = store.file_digest(rdir / FINAL)
+    if actual != receipt.get("output_digest"):
+        found = actual or "missing"
+        raise TamperedOutput(
+            f"{receipt['coordinate']}: output digest mismatch: {rdir / FINAL} is {found}, "
+            f"the receipt records {receipt.get('output_digest')}; the stored output changed "
+            "since the seat wrote it (restore it, or delete the cell folder to run it again)"
+        )
+    return rdir
+
+
+def _verdicts(results: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    # what a grader said, without how long it took
+    return [(r["grader_id"], r["status"], r["score"], r["detail"], r["version"]) for r in results]
+
+
+def regrade(
+    ctx: RunContext,
+    cell: Cell,
+    receipt: dict[str, Any],
+    *,
+    durable: bool = True,
+    verified: bool = False,
+) -> dict[str, Any]:
+    """Re-run the graders on a cell's stored output (verified first); never starts a seat.
+
+    The receipt is rewritten only when the graders now say something else, so
+    `graded_at` is when the recorded verdicts were produced. `durable=False`
+    leaves the fsync to the caller (one sync for a whole batch); `verified` says
+    the caller already checked the output digest.
+    """
+    if verified:
+        rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
+    else:
+        rdir = verify_output(ctx, receipt)
+    run_doc = store.read_json(rdir / RUN_RECORD)
+    if not isinstance(run_doc, dict):
+        raise TamperedOutput(f"{cell.coordinate}: {rdir / RUN_RECORD} is missing or corrupt")
+    results = graders.run_graders(cell.graders, grade_context(ctx, cell.cell_id, rdir, run_doc))
+    verdict = classify_grades(results)
+    if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
+        return receipt
+    updated = {k: v for k, v in receipt.items() if k not in ("failure_reason", "failure_detail")}
+    updated.update(
+        {
+            "state": verdict.state,
+            "graders": results,
+            "score": cell_score(results),
+            "acceptance": _acceptance(verdict, results),
+            "graded_at": utc_now(),
+        }
+    )
+    if verdict.detail is not None:
+        updated["failure_detail"] = verdict.detail
+    store.write_receipt(ctx.out, updated, durable=durable)
+    return updated
+
+
+def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
+    """The grade task: verify a graded cell's stored output; re-grade a grader_error cell.
+
+    A stored output whose digest no longer matches its receipt is refused
+    (TamperedOutput, exit 2) whatever the cell's state.
+    """
+    receipt = store.read_receipt(ctx.out, cell.cell_id).receipt
+    if receipt is None or receipt["state"] not in GRADEABLE:
+        return "skip"
+    verify_output(ctx, receipt)
+    if receipt["state"] != "grader_error":
+        return "verified"
+    regrade(ctx, cell, receipt, verified=True)
+    return "regrade"
+
+
+def _usable_source(ctx: RunContext, source_id: str) -> dict[str, Any] | None:
+    recorded = store.read_receipt(ctx.out, source_id)
+    receipt = recorded.receipt
+    if receipt is None or receipt.get("state") == "running":
+        return None
+    try:
+        verify_output(ctx, receipt)
+    except TamperedOutput as exc:
+        print(f"brigade: not reusing a seat run: {exc}", file=sys.stderr)
+        return None
+    return receipt
+
+
+def _copy_run(
+    ctx: RunContext, source: dict[str, Any], cell: Cell, attempt: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copy another cell's verified run into this attempt (the cells differ only in graders)."""
+    source_dir = store.run_dir(ctx.out, source["cell_id"], source["attempt"])
+    target = store.run_dir(ctx.out, cell.cell_id, attempt)
+    shutil.copytree(source_dir, target, dirs_exist_ok=True, symlinks=True)
+    run_doc = store.read_json(source_dir / RUN_RECORD)
+    if not isinstance(run_doc, dict):
+        raise TamperedOutput(
+            f"{source['coordinate']}: {source_dir / RUN_RECORD} is missing or corrupt"
+        )
+    run_doc = {
+        **run_doc,
+        "cell_id": cell.cell_id,
+        "attempt": attempt,
+        "reused_from": {"cell_id": source["cell_id"], "attempt": source["attempt"]},
+    }
+    store.write_json(target / RUN_RECORD, run_doc, "brigade.run.v1")
+    reused = {
+        "cell_id": source["cell_id"],
+        "attempt": source["attempt"],
+        "output_digest": source.get("output_digest"),
+    }
+    return run_doc, reused
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -1,0 +1,169 @@
+"""Writable runs: a private detached git worktree per attempt, and what the seat changed in it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brigade.errors import EnvironmentProblem
+from brigade.run.proc import capture, capture_bytes
+
+CHANGES_DIR = "changes"
+# large generated files are listed as changed but not copied into the run folder
+MAX_SNAPSHOT_BYTES = 5 * 1024 * 1024
+
+# `git worktree add/remove` take locks in the shared .git; serialise them
+_git_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Repo:
+    """The git work tree holding the workspace."""
+
+    toplevel: Path
+    prefix: str  # the workspace's path inside the repository ("" at the top)
+    head: str
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A detached worktree of the repository's HEAD for one attempt."""
+
+    root: Path
+    repo: Repo
+
+    @property
+    def cwd(self) -> Path:
+        """Where the seat runs: the workspace's counterpart inside the worktree."""
+        return self.root / self.repo.prefix if self.repo.prefix else self.root
+
+
+def _git(args: list[str], cwd: Path) -> tuple[int | None, str, str]:
+    return capture(["git", *args], cwd=cwd, timeout=120)
+
+
+def find_repo(workspace: Path) -> Repo:
+    """The repository of `workspace`; EnvironmentProblem when it is not a git work tree."""
+    code, out, err = _git(["rev-parse", "--show-toplevel", "--show-prefix"], workspace)
+    if code is None:
+        raise EnvironmentProblem(
+            "execution.mode writable-worktree needs git, which could not be run"
+        )
+    if code != 0:
+        raise EnvironmentProblem(
+            f"{workspace}: execution.mode writable-worktree needs the workspace to be a git "
+            "work tree (run `git init` and commit, or pass --workspace)"
+        )
+    lines = out.splitlines()
+    toplevel, prefix = Path(lines[0]), (lines[1] if len(lines) > 1 else "")
+    code, head, _ = _git(["rev-parse", "--verify", "HEAD^{commit}"], workspace)
+    if code != 0:
+        raise EnvironmentProblem(
+            f"{workspace}: the git work tree has no commit yet; writable-worktree runs "
+            "start from HEAD, so commit something first"
+        )
+    return Repo(toplevel=toplevel, prefix=prefix.strip().rstrip("/"), head=head.strip())
+
+
+def create(repo: Repo) -> Worktree:
+    """Add a detached worktree of HEAD in a fresh temporary folder."""
+    root = Path(tempfile.mkdtemp(prefix="brigade-worktree-"))
+    with _git_lock:
+        code, _, err = _git(["worktree", "add", "--detach", str(root), repo.head], repo.toplevel)
+    if code != 0:
+        shutil.rmtree(root, ignore_errors=True)
+        raise OSError(f"git worktree add failed: {' '.join(err.split())}")
+    return Worktree(root=root, repo=repo)
+
+
+def remove(worktree: Worktree) -> None:
+    """Remove the worktree folder and git's record of it (best effort, never raises)."""
+    with _git_lock:
+        _git(["worktree", "remove", "--force", str(worktree.root)], worktree.repo.toplevel)
+        shutil.rmtree(worktree.root, ignore_errors=True)
+        _git(["worktree", "prune"], worktree.repo.toplevel)
+
+
+def changes(worktree: Worktree) -> tuple[list[str], list[str]]:
+    """(changed or created paths, deleted paths) relative to the workspace, sorted."""
+    args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "."]
+    code, out, err = _git(args, worktree.cwd)
+    if code != 0:
+        raise OSError(f"git status failed in the worktree: {' '.join(err.split())}")
+    changed: list[str] = []
+    deleted: list[str] = []
+    prefix = worktree.repo.prefix + "/" if worktree.repo.prefix else ""
+    for entry in out.split("\0"):
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix) :]
+        (deleted if "D" in status else changed).append(path)
+    return sorted(changed), sorted(deleted)
+
+
+def snapshot(worktree: Worktree, changed: list[str], run_dir: Path) -> list[str]:
+    """Copy changed files into run/changes/ so graders can re-read them later; returns skipped."""
+    skipped = []
+    for relative in changed:
+        source = worktree.cwd / relative
+        if source.is_symlink() or not source.is_file():
+            skipped.append(relative)
+            continue
+        if source.stat().st_size > MAX_SNAPSHOT_BYTES:
+            skipped.append(relative)
+            continue
+        target = run_dir / CHANGES_DIR / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return skipped
+
+
+class SnapshotWorkspace:
+    """The workspace as a writable run left it: HEAD plus the recorded changes."""
+
+    def __init__(self, run_dir: Path, record: dict[str, Any], repo_dir: Path) -> None:
+        self.changes_dir = run_dir / CHANGES_DIR
+        self.changed = set(record.get("changed_files") or [])
+        self.deleted = set(record.get("deleted", []))
+        self.head = record["head"]
+        self.prefix = record.get("prefix", "")
+        self.repo_dir = repo_dir
+
+    def _git_path(self, relative: str) -> str:
+        return f"{self.prefix}/{relative}" if self.prefix else relative
+
+    def exists(self, relative: str) -> bool:
+        """Whether the path exists after the run (file or folder)."""
+        relative = os.path.normpath(relative)
+        if relative in self.deleted:
+            return False
+        if relative in self.changed or any(p.startswith(relative + "/") for p in self.changed):
+            return True
+        code, _, _ = _git(
+            ["cat-file", "-e", f"{self.head}:{self._git_path(relative)}"], self.repo_dir
+        )
+        return code == 0
+
+    def read_bytes(self, relative: str) -> bytes | None:
+        """The file as the run left it, None when absent."""
+        relative = os.path.normpath(relative)
+        if relative in self.deleted:
+            return None
+        if relative in self.changed:
+            try:
+                return (self.changes_dir / relative).read_bytes()
+            except OSError:
+                return None
+        code, data, _ = capture_bytes(
+            ["git", "show", f"{self.head}:{self._git_path(relative)}"],
+            cwd=self.repo_dir,
+            timeout=60,
+        )
+        return data if code == 0 else None

@@ -1,0 +1,158 @@
+"""The package's layers, as the tree shows them, are the layers its imports obey.
+
+Lower layers never import higher ones (not even inside a function), no two
+modules import each other in a cycle, and the pure core touches neither the
+disk nor processes.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "brigade"
+
+# lowest first; a module may import its own layer and the ones before it
+LAYERS = ("errors", "core", "adapters", "inputs", "outdir", "run", "report", "front")
+# the package itself (its version) and its top-level leaf modules
+SHARED = {"brigade"}
+# the pure core: values in, values out
+CORE_FORBIDDEN = {
+    "subprocess",
+    "tempfile",
+    "shutil",
+    "signal",
+    "fcntl",
+    "socket",
+    "threading",
+    "multiprocessing",
+    "sqlite3",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(name: str) -> str | None:
+    parts = name.split(".")
+    if len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def imports(path: Path) -> list[tuple[str, int]]:
+    """Every module imported anywhere in the file (functions and TYPE_CHECKING included)."""
+    found: list[tuple[str, int]] = []
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else None
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = (package or module_name(path)).split(".")
+                base = ".".join(anchor[: len(anchor) - node.level + 1] + ([base] if base else []))
+            # `from brigade.x import y` may name a module y (importing a submodule of a
+            # package is not an import of what the package's __init__ holds)
+            named = [f"{base}.{alias.name}" for alias in node.names]
+            submodules = [
+                target
+                for target in named
+                if (PACKAGE.parent / target.replace(".", "/")).with_suffix(".py").exists()
+            ]
+            found.extend((target, node.lineno) for target in submodules)
+            if len(submodules) < len(named):
+                found.append((base, node.lineno))
+    return found
+
+
+def internal_edges() -> dict[str, set[str]]:
+    known = modules()
+    edges: dict[str, set[str]] = {name: set() for name in known}
+    for name, path in known.items():
+        for target, _ in imports(path):
+            if target in known and target != name and target not in SHARED:
+                edges[name].add(target)
+    return edges
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for name in modules():
+        if name in SHARED:
+            continue
+        assert layer_of(name) in LAYERS, f"{name} is in no layer; put it in one of {LAYERS}"
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_imports_go_down(name: str) -> None:
+    if name in SHARED:
+        return
+    own = LAYERS.index(layer_of(name) or "")
+    for target, line in imports(modules()[name]):
+        if not target.startswith("brigade.") or target not in modules():
+            continue
+        other = layer_of(target)
+        if other is None:
+            continue
+        assert LAYERS.index(other) <= own, (
+            f"{name}:{line} imports {target}: layer {other!r} is above {LAYERS[own]!r}"
+        )
+
+
+def test_no_import_cycles() -> None:
+    edges = internal_edges()
+    # strongly connected components (Tarjan): a component of two or more modules is a cycle
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in edges:
+        if node not in index:
+            visit(node)
+    assert cycles == [], f"import cycles: {cycles}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in modules() if layer_of(n) == "core"))
+def test_core_does_no_io(name: str) -> None:
+    path = modules()[name]
+    for target, line in imports(path):
+        root = target.split(".")[0]
+        assert root not in CORE_FORBIDDEN, f"{name}:{line} imports {target} (core is pure)"
+        assert target != "os", f"{name}:{line} imports os (core is pure)"
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id != "open", f"{name}:{node.lineno} opens a file (core is pure)"
