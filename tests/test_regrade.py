@@ -34,10 +34,11 @@ def test_grader_fault_is_grader_error_with_partial_scores(project: Project) -> N
     assert receipt["graders"][1]["score"] is None
     assert receipt["score"] is None
     summary = project.summary()
-    assert summary["measurement_failures"]["grader_error"] == 1
-    assert summary["scores"]["all"]["values"] == [1.0]  # only cell d
-    assert summary["partial_scores"]["all"]["values"] == [1.0]  # c's exit_status, labelled
-    assert "partial" in summary["partial_scores"]["label"]
+    assert summary["measurement_failures"] == 1
+    assert summary["measurement_failure_kinds"]["grader_error"] == 1
+    assert summary["scores"]["values"] == [1.0]  # only cell d
+    assert summary["partial_scores"]["values"] == [1.0]  # c's exit_status, labelled
+    assert "partial" in summary["partial_scores_label"]
 
 
 def test_brigade_regrade_fixes_grader_error_without_running_the_seat(project: Project) -> None:

@@ -74,8 +74,8 @@ def test_mixed_battery_through_doit(project: Project) -> None:
         "running": 0,
         "missing": 0,
     }
-    assert summary["measurement_failures"] == {
-        "total": 3,
+    assert summary["measurement_failures"] == 3
+    assert summary["measurement_failure_kinds"] == {
         "adapter_error": 2,
         "grader_error": 0,
         "timeout": 1,

@@ -130,9 +130,9 @@ def test_counts(mixed: tuple[Plan, dict[str, Any]]) -> None:
     )
     assert summary["total_cells"] == 8
     assert summary["counts"] == one_each
-    assert summary["by_seat"] == {
-        "alpha": {"counts": counts(accepted=1, rejected=1, grader_error=1, execution_error=1)},
-        "beta": {"counts": counts(adapter_error=1, unscored=1, running=1, missing=1)},
+    assert {seat: doc["counts"] for seat, doc in summary["by_seat"].items()} == {
+        "alpha": counts(accepted=1, rejected=1, grader_error=1, execution_error=1),
+        "beta": counts(adapter_error=1, unscored=1, running=1, missing=1),
     }
     assert summary["stale_counts"] == empty_counts()
 
@@ -140,71 +140,71 @@ def test_counts(mixed: tuple[Plan, dict[str, Any]]) -> None:
 def test_measurement_failures(mixed: tuple[Plan, dict[str, Any]]) -> None:
     plan, receipts = mixed
     summary = summarize(plan, receipts)
-    assert summary["measurement_failures"] == {
-        "total": 3,
+    assert summary["measurement_failures"] == 3
+    assert summary["measurement_failure_kinds"] == {
         "adapter_error": 1,
         "grader_error": 1,
         "timeout": 1,
     }
     assert summary["failure_reasons"] == {"timeout": 1, "provider_5xx": 1}
+    alpha, beta = summary["by_seat"]["alpha"], summary["by_seat"]["beta"]
+    assert (alpha["measurement_failures"], beta["measurement_failures"]) == (2, 1)
+    assert alpha["measurement_failure_kinds"] == {
+        "adapter_error": 0,
+        "grader_error": 1,
+        "timeout": 1,
+    }
 
 
 def test_scores_and_partial_scores(mixed: tuple[Plan, dict[str, Any]]) -> None:
     plan, receipts = mixed
     summary = summarize(plan, receipts)
     assert summary["scores"] == {
-        "all": {
-            "values": [1.0, 0.5],
-            "count": 2,
-            "mean": 0.75,
-            "median": 0.75,
-            "min": 0.5,
-            "max": 1.0,
-            "stdev": 0.25,
-        },
-        "by_seat": {
-            "alpha": {
-                "count": 2,
-                "mean": 0.75,
-                "median": 0.75,
-                "min": 0.5,
-                "max": 1.0,
-                "stdev": 0.25,
-            },
-            "beta": EMPTY_BRIEF,
-        },
+        "values": [1.0, 0.5],
+        "count": 2,
+        "mean": 0.75,
+        "median": 0.75,
+        "min": 0.5,
+        "max": 1.0,
+        "stdev": 0.25,
     }
+    assert summary["by_seat"]["alpha"]["scores"] == {
+        "count": 2,
+        "mean": 0.75,
+        "median": 0.75,
+        "min": 0.5,
+        "max": 1.0,
+        "stdev": 0.25,
+    }
+    assert summary["by_seat"]["beta"]["scores"] == EMPTY_BRIEF
     assert summary["partial_scores"] == {
-        "label": PARTIAL_LABEL,
-        "all": {
-            "values": [1.0, 0.0],
-            "count": 2,
-            "mean": 0.5,
-            "median": 0.5,
-            "min": 0.0,
-            "max": 1.0,
-            "stdev": 0.5,
-        },
-        "by_seat": {
-            "alpha": {
-                "count": 2,
-                "mean": 0.5,
-                "median": 0.5,
-                "min": 0.0,
-                "max": 1.0,
-                "stdev": 0.5,
-            },
-            "beta": EMPTY_BRIEF,
-        },
+        "values": [1.0, 0.0],
+        "count": 2,
+        "mean": 0.5,
+        "median": 0.5,
+        "min": 0.0,
+        "max": 1.0,
+        "stdev": 0.5,
     }
-    assert summary["partial_scores"]["label"].startswith("partial: ")
+    assert summary["by_seat"]["alpha"]["partial_scores"] == {
+        "count": 2,
+        "mean": 0.5,
+        "median": 0.5,
+        "min": 0.0,
+        "max": 1.0,
+        "stdev": 0.5,
+    }
+    assert summary["by_seat"]["beta"]["partial_scores"] == EMPTY_BRIEF
+    assert summary["partial_scores_label"] == PARTIAL_LABEL
+    assert summary["partial_scores_label"].startswith("partial: ")
 
 
 def test_durations(mixed: tuple[Plan, dict[str, Any]]) -> None:
     plan, receipts = mixed
-    durations = summarize(plan, receipts)["durations"]
+    summary = summarize(plan, receipts)
+    durations = summary["durations"]
     # finished cells only: the running cell's 99 s and the adapter_error's null are left out
-    assert durations["by_seat"]["alpha"] == {
+    assert summary["by_seat"]["alpha"]["durations"] == {
         "count": 4,
         "mean": 5.5,
         "median": 5.0,
@@ -212,10 +212,10 @@ def test_durations(mixed: tuple[Plan, dict[str, Any]]) -> None:
         "max": 10.0,
         "stdev": 2.958039892,
     }
-    assert durations["by_seat"]["beta"]["count"] == 1
-    assert durations["by_seat"]["beta"]["mean"] == 1.0
-    assert durations["all"]["values"] == [2.0, 4.0, 6.0, 10.0, 1.0]
-    assert durations["all"]["stdev"] == round(statistics.pstdev([2, 4, 6, 10, 1]), 9)
+    assert summary["by_seat"]["beta"]["durations"]["count"] == 1
+    assert summary["by_seat"]["beta"]["durations"]["mean"] == 1.0
+    assert durations["values"] == [2.0, 4.0, 6.0, 10.0, 1.0]
+    assert durations["stdev"] == round(statistics.pstdev([2, 4, 6, 10, 1]), 9)
 
 
 def test_exit_code_and_outcome_incomplete(mixed: tuple[Plan, dict[str, Any]]) -> None:
@@ -261,14 +261,14 @@ def test_timeout_is_a_measurement_failure_non_timeout_is_not(tmp_path: Path) -> 
     plan = make_plan(tmp_path, ["c1", "c2"], seats=("alpha",))
     first, second = (cell.cell_id for cell in plan.cells)
     plain = summarize(plan, {first: terminal("execution_error"), second: terminal("accepted")})
-    assert plain["measurement_failures"]["total"] == 0
+    assert plain["measurement_failures"] == 0
     assert (plain["exit_code"], plain["outcome"]) == (1, "rejected")
     timed = summarize(
         plan,
         {first: terminal("execution_error", reason="timeout"), second: terminal("accepted")},
     )
-    assert timed["measurement_failures"] == {
-        "total": 1,
+    assert timed["measurement_failures"] == 1
+    assert timed["measurement_failure_kinds"] == {
         "adapter_error": 0,
         "grader_error": 0,
         "timeout": 1,
@@ -289,9 +289,9 @@ def test_stale_cells_only_in_stale_counts(tmp_path: Path) -> None:
     summary = summarize(plan, receipts, stale)
     assert summary["counts"] == counts(accepted=1)
     assert summary["stale_counts"] == counts(rejected=1, grader_error=1, missing=1)
-    assert summary["measurement_failures"]["total"] == 0
-    assert summary["scores"]["all"]["values"] == [1.0]
-    assert summary["partial_scores"]["all"]["values"] == []
+    assert summary["measurement_failures"] == 0
+    assert summary["scores"]["values"] == [1.0]
+    assert summary["partial_scores"]["values"] == []
     assert (summary["exit_code"], summary["outcome"]) == (0, "clean")
 
 
@@ -299,11 +299,10 @@ def test_empty_receipts(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, ["c1"])
     summary = summarize(plan, {})
     assert summary["counts"] == counts(missing=2)
-    assert summary["scores"] == {
-        "all": EMPTY_STATS,
-        "by_seat": {"alpha": EMPTY_BRIEF, "beta": EMPTY_BRIEF},
-    }
-    assert summary["durations"]["all"] == EMPTY_STATS
+    assert summary["scores"] == EMPTY_STATS
+    assert summary["partial_scores"] == EMPTY_STATS
+    assert summary["durations"] == EMPTY_STATS
+    assert [doc["scores"] for doc in summary["by_seat"].values()] == [EMPTY_BRIEF, EMPTY_BRIEF]
     assert (summary["exit_code"], summary["outcome"]) == (3, "incomplete")
 
 

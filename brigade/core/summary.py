@@ -44,57 +44,66 @@ def count_states(receipts: Receipts) -> dict[str, int]:
 def build_summary(
     plan: Plan, receipts: Receipts, stale_receipts: Receipts, generated_at: str
 ) -> dict[str, Any]:
-    """The summary document for the current plan; stale cells only in stale_counts."""
+    """The summary document for the current plan; stale cells only in stale_counts.
+
+    The keys of the original eval_summary.v1 keep its shapes (readers rely on
+    them): `counts`/`stale_counts` map state -> int, `measurement_failures` is
+    an int, `scores`/`partial_scores`/`durations` are flat statistics. Richer
+    views go under further keys (`by_seat` holds one object per seat).
+    """
     counts = empty_counts()
-    by_seat: dict[str, dict[str, Any]] = {}
-    scores: dict[str, list[float]] = {}
-    partial: dict[str, list[float]] = {}
-    durations: dict[str, list[float]] = {}
-    failures = {"adapter_error": 0, "grader_error": 0, "timeout": 0}
+    by_seat: dict[str, _SeatTally] = {}
+    failures = _failure_kinds()
     reasons: dict[str, int] = {}
     for cell in plan.cells:
-        seat = cell.seat.name
-        seat_counts = by_seat.setdefault(seat, {"counts": empty_counts()})["counts"]
-        for group in (scores, partial, durations):
-            group.setdefault(seat, [])
+        seat = by_seat.get(cell.seat.name)
+        if seat is None:
+            seat = by_seat[cell.seat.name] = _SeatTally()
         receipt = receipts.get(cell.cell_id)
         state = _state(receipt)
         counts[state] += 1
-        seat_counts[state] += 1
+        seat.counts[state] += 1
         if receipt is None or state not in TERMINAL:
             continue
         reason = receipt.get("failure_reason")
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
         if is_measurement_failure(state, reason):
-            failures["timeout" if reason == "timeout" else state] += 1
+            kind = "timeout" if reason == "timeout" else state
+            failures[kind] += 1
+            seat.failures[kind] += 1
         if receipt.get("duration_seconds") is not None:
-            durations[seat].append(receipt["duration_seconds"])
+            seat.durations.append(receipt["duration_seconds"])
         if state == "grader_error":
-            partial[seat].extend(
+            seat.partial.extend(
                 g["score"] for g in receipt.get("graders", []) if g["status"] == "scored"
             )
         elif receipt.get("score") is not None:
-            scores[seat].append(receipt["score"])
+            seat.scores.append(receipt["score"])
     bucket = exit_bucket(
         (_state(receipts.get(c.cell_id)), (receipts.get(c.cell_id) or {}).get("failure_reason"))
         for c in plan.cells
     )
     incomplete = counts["running"] + counts["missing"] > 0
+    tallies = by_seat.values()
     return {
         "schema": SUMMARY_SCHEMA,
+        # the original eval_summary.v1 keys, in their original shapes
+        "counts": counts,
+        "stale_counts": count_states(stale_receipts),
+        "measurement_failures": sum(failures.values()),
+        "scores": describe(v for t in tallies for v in t.scores),
+        "partial_scores": describe(v for t in tallies for v in t.partial),
+        "durations": describe(v for t in tallies for v in t.durations),
+        # additional keys
         "name": plan.name,
         "manifest_digest": plan.manifest_digest,
         "generated_at": generated_at,
         "total_cells": len(plan.cells),
-        "counts": counts,
-        "stale_counts": count_states(stale_receipts),
-        "measurement_failures": {"total": sum(failures.values()), **failures},
+        "measurement_failure_kinds": failures,
         "failure_reasons": reasons,
-        "scores": _grouped(scores),
-        "partial_scores": {"label": PARTIAL_LABEL, **_grouped(partial)},
-        "durations": _grouped(durations),
-        "by_seat": by_seat,
+        "partial_scores_label": PARTIAL_LABEL,
+        "by_seat": {name: tally.document() for name, tally in by_seat.items()},
         "trial_stats": trial_stats(
             (c.seat.name, c.case_id, receipts.get(c.cell_id)) for c in plan.cells
         ),
@@ -103,11 +112,27 @@ def build_summary(
     }
 
 
-def _grouped(values: dict[str, list[float]]) -> dict[str, Any]:
-    every = [v for seat_values in values.values() for v in seat_values]
-    return {
-        "all": describe(every),
-        "by_seat": {
-            seat: describe(seat_values, keep_values=False) for seat, seat_values in values.items()
-        },
-    }
+def _failure_kinds() -> dict[str, int]:
+    return {"adapter_error": 0, "grader_error": 0, "timeout": 0}
+
+
+class _SeatTally:
+    """What one seat's cells add up to (becomes its `by_seat` object)."""
+
+    def __init__(self) -> None:
+        self.counts = empty_counts()
+        self.failures = _failure_kinds()
+        self.scores: list[float] = []
+        self.partial: list[float] = []
+        self.durations: list[float] = []
+
+    def document(self) -> dict[str, Any]:
+        # the values are listed once, in the flat statistics at the top level
+        return {
+            "counts": self.counts,
+            "measurement_failures": sum(self.failures.values()),
+            "measurement_failure_kinds": self.failures,
+            "scores": describe(self.scores, keep_values=False),
+            "partial_scores": describe(self.partial, keep_values=False),
+            "durations": describe(self.durations, keep_values=False),
+        }

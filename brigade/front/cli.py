@@ -195,22 +195,20 @@ def cmd_summary(args: argparse.Namespace) -> int:
         json.dump(summary, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        failures = summary["measurement_failures"]
+        kinds = summary["measurement_failure_kinds"]
         print(f"{summary['name']}: {summary['total_cells']} cells")
         print(f"  {_counts_line(summary['counts'])}")
         print(
-            f"  measurement failures: {failures['total']} (adapter_error "
-            f"{failures['adapter_error']}, grader_error {failures['grader_error']}, "
-            f"timeout {failures['timeout']})"
+            f"  measurement failures: {summary['measurement_failures']} (adapter_error "
+            f"{kinds['adapter_error']}, grader_error {kinds['grader_error']}, "
+            f"timeout {kinds['timeout']})"
         )
         stale = sum(summary["stale_counts"].values())
         if stale:
             print(f"  stale cells (not counted): {_counts_line(summary['stale_counts'])}")
-        mean = summary["scores"]["all"]["mean"]
+        mean = summary["scores"]["mean"]
         if mean is not None:
-            print(
-                f"  mean score: {mean:.3f} over {summary['scores']['all']['count']} graded cell(s)"
-            )
+            print(f"  mean score: {mean:.3f} over {summary['scores']['count']} graded cell(s)")
         print(f"  outcome: {summary['outcome']} (exit {summary['exit_code']})")
     return int(summary["exit_code"])
 

@@ -112,7 +112,7 @@ def remember_summary(out: Path, key: str, summary: Mapping[str, Any]) -> None:
 def headline(summary: Mapping[str, Any]) -> str:
     """One line: cell counts, measurement failures, stale cells, outcome and exit code."""
     counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v)
-    failures = summary["measurement_failures"]["total"]
+    failures = summary["measurement_failures"]
     extra = f"; measurement failures {failures}" if failures else ""
     stale = sum(summary["stale_counts"].values())
     stale_note = f"; {stale} stale" if stale else ""
@@ -139,4 +139,7 @@ def summary_headline(out: Path) -> tuple[str, int] | None:
     summary = store.read_json(out / store.SUMMARY_FILE)
     if not isinstance(summary, dict):
         return None
-    return headline(summary), int(summary["exit_code"])
+    try:
+        return headline(summary), int(summary["exit_code"])
+    except (KeyError, TypeError, ValueError):
+        return None  # not one brigade wrote (or not a summary at all)

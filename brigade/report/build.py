@@ -163,6 +163,7 @@ def report_document(report: Report) -> dict[str, Any]:
         "counts",
         "stale_counts",
         "measurement_failures",
+        "measurement_failure_kinds",
         "failure_reasons",
         "trial_stats",
         "exit_code",

@@ -336,7 +336,7 @@ style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <h1>brigade report: {_e(summary["name"])}</h1>
 <p id="overview">{summary["total_cells"]} cells: {_e(counts)}.
 Outcome <strong>{_e(summary["outcome"])}</strong> (exit {_e(summary["exit_code"])}).
-Measurement failures: {failures["total"]}. Manifest {_e(summary["manifest_digest"])}.</p>
+Measurement failures: {failures}. Manifest {_e(summary["manifest_digest"])}.</p>
 <h2>Accepted rate by seat and case</h2>
 {_matrix(stats)}
 <h2>Accepted rate by seat (95% Wilson interval)</h2>
