@@ -138,7 +138,7 @@ def expansion_key(manifest: Manifest, roster: Roster, context: dict[str, str] | 
         return None
     material = {
         "schema": CELL_SCHEMA,
-        "manifest_digest": manifest.digest,
+        "manifest": manifest.content_digest,
         "cells": len_cells(manifest),
         "seats": [roster.seats[name].identity() for name in manifest.seats],
         "context": context,

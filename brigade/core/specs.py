@@ -34,7 +34,8 @@ class Manifest:
     cases: tuple[Case, ...]
     execution_mode: str
     roster: str | None
-    digest: str
+    digest: str  # manifest_digest as plan.json, receipts and summary.json record it
+    content_digest: str  # changes with any prompt file too (keys of expansion caches)
 
     @property
     def directory(self) -> Path:

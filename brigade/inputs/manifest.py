@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from brigade.core.identity import canonical_json, normalize_prompt, text_digest
+from brigade.core.identity import canonical_json, normalize_prompt, sha256_hex, text_digest
 from brigade.core.specs import DEFAULT_MODE, Case, Manifest
 from brigade.errors import InputError
 from brigade.inputs import schemas
@@ -66,10 +66,20 @@ def manifest_from_document(
         cases=tuple(cases),
         execution_mode=doc.get("execution", {}).get("mode", DEFAULT_MODE),
         roster=doc.get("roster"),
-        # the document as loaded, with every prompt resolved and normalised, so
-        # YAML and JSON spellings of one manifest share a digest
-        digest=text_digest(canonical_json({**doc, "cases": resolved_cases})),
+        digest=manifest_digest(doc),
+        # what the cells are made of (prompt files read): keys of caches of the expansion
+        content_digest=text_digest(canonical_json({**doc, "cases": resolved_cases})),
     )
+
+
+def manifest_digest(doc: Any) -> str:
+    """The original tool's manifest digest: sha256 hex of the canonical JSON of the
+    document as loaded (YAML and JSON spellings of one manifest share it).
+
+    "As loaded" is the document as written: a `prompt_file` enters as its name,
+    not its text (the prompt text enters each cell's id instead).
+    """
+    return sha256_hex(canonical_json(doc).encode("utf-8"))
 
 
 def contained_path(base: Path, relative: str) -> Path | None:
