@@ -107,9 +107,7 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
             "stderr_bytes": 0,
         }
         (run_dir / "run.json").write_text(json.dumps(run_doc))
-        results = run_graders(
-            cell.graders, grade_context(session.ctx, cell.cell_id, run_dir, run_doc)
-        )
+        results = run_graders(cell.graders, grade_context(session.ctx, cell, run_dir, run_doc))
         receipt = running_receipt(session.ctx, cell, 1, now)
         receipt.update(
             {

@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from brigade.core.identity import text_digest
 from brigade.core.plan import Plan, build_plan
 from brigade.core.projection import (
+    PLAN_ROLES,
+    RECEIPT_ROLES,
     REDACTED,
+    SUMMARY_ROLES,
+    WINDOW,
     Leak,
+    blank_text,
     find_leaks_in_json,
     find_leaks_in_text,
     make_secrets,
     project_plan,
     project_receipt,
     project_summary,
+    project_text,
     scrub_text,
 )
+from brigade.core.summary import build_summary
 from brigade.inputs import schemas
 from brigade.inputs.manifest import manifest_from_document
 from brigade.inputs.roster import roster_from_document
@@ -341,3 +351,227 @@ def test_make_secrets_drops_useless_values() -> None:
     assert secrets.prompts == {"real"}
     assert secrets.env_values == {"v"}
     assert secrets.paths == (("/data/out", "."), ("//x/y", "y"))
+
+
+# --- roles: names, enums, digests and keys are never touched (issue 15, item 1) ---------
+
+# words of brigade's own documents an env value or a prompt may happen to equal
+VOCABULARY = [
+    "read-only",
+    "accepted",
+    "scored",
+    "status",
+    "output",
+    "attempt",
+    "sha256",
+    "brigade.eval_cell.v1",
+    "unscored",
+    "measurement",
+    "direct",
+    "python",
+    "transport",
+    "redacted",
+    "prompt",
+    "grader_id",
+    "exit_status",
+    "exit status 0, expected 0",
+    "2025-01-01",
+    "cells",
+    "agent",
+    "sum",
+]
+
+
+def strings_of(value: Any) -> set[str]:
+    """Every key and string value of a JSON value."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set(value) | {s for item in value.values() for s in strings_of(item)}
+    if isinstance(value, list):
+        return {s for item in value for s in strings_of(item)}
+    return set()
+
+
+def test_every_word_of_a_receipt_as_env_value_or_prompt_keeps_names(tmp_path: Path) -> None:
+    """Whatever word of a receipt, plan or summary a secret equals, projection keeps keys,
+    states, identifiers, digests and schema tags, the projected documents stay valid, and
+    the leak check passes them."""
+    plan = make_plan(tmp_path)
+    receipt = finished_receipt(tmp_path, plan)
+    out = str(tmp_path / "ws" / ".brigade" / "evals" / "proj")
+    words = sorted(
+        (strings_of(receipt) | strings_of(plan.document()) | set(VOCABULARY))
+        - {PROMPT, TOKEN, "Hi"}
+    )
+    baseline = project_receipt(receipt, out, secrets_for(tmp_path, plan))
+    for word in words:
+        for secrets in (
+            make_secrets([word, PROMPT], [(out, ".")], [TOKEN]),
+            make_secrets([PROMPT], [(out, ".")], [word, TOKEN]),
+        ):
+            projected = project_receipt(receipt, out, secrets)
+            assert schemas.problems(projected, "brigade.eval_cell.v1") == [], word
+            for key in ("schema", "cell_id", "coordinate", "case_id", "state", "execution_mode"):
+                assert projected[key] == receipt[key], (word, key)
+            assert projected["case"]["id"] == "sum"
+            assert projected["seat"]["seat"] == "agent"
+            assert projected["seat"]["transport"] == "direct"
+            assert projected["graders"][0]["status"] == "scored"
+            assert projected["run_dir"] == baseline["run_dir"]
+            assert set(projected) == set(baseline)
+            assert find_leaks_in_json("c.json", projected, secrets, RECEIPT_ROLES) == [], word
+            summary = build_summary(plan, {}, {}, "2025-01-01T00:00:00.000Z")
+            assert blank_text(project_summary(summary, secrets), SUMMARY_ROLES) == blank_text(
+                summary, SUMMARY_ROLES
+            ), word
+            plan_doc = project_plan(plan.document(), secrets)
+            assert schemas.problems(plan_doc, "brigade.eval_plan.v1") == [], word
+            assert find_leaks_in_json("p.json", plan_doc, secrets, PLAN_ROLES) == [], word
+
+
+def test_exec_placeholders_survive_an_env_value_equal_to_them() -> None:
+    secrets = make_secrets([], [], ["python", "roster_dir"])
+    assert scrub_text("exec:{python} {roster_dir}/a.py", secrets) == (
+        "exec:{python} {roster_dir}/a.py"
+    )
+    assert scrub_text("ran python here", secrets) == f"ran {REDACTED} here"
+    # scrubbing twice changes nothing (graders scrub, the export scrubs again)
+    twice = make_secrets([], [], ["redacted", "sha256"])
+    once = scrub_text("a redacted sha256 b", twice)
+    assert once == f"a {REDACTED} {REDACTED} b"
+    assert scrub_text(once, twice) == once
+    assert twice.matcher.kinds(once) == []
+
+
+# --- escaped, cut and long secrets (items 2 and 8) --------------------------------------
+
+LONG_PROMPT = 'Line one of the task, with "quotes" and it\'s apostrophe.\nLine two: é ü.'
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        json.dumps(LONG_PROMPT),  # JSON-escaped
+        json.dumps(LONG_PROMPT, ensure_ascii=False),
+        repr(LONG_PROMPT),  # repr-escaped
+        repr(LONG_PROMPT + '"'),  # repr with the other quote
+        json.dumps({"echo": LONG_PROMPT})[:60],  # escaped and cut
+        LONG_PROMPT[:40],  # a long prefix
+        " ".join(LONG_PROMPT.split()),  # line breaks folded
+    ],
+)
+def test_escaped_and_cut_forms_of_a_prompt_are_found_and_replaced(shown: str) -> None:
+    secrets = make_secrets([LONG_PROMPT], [], [])
+    text = f"output was {shown} (end)"
+    assert secrets.matcher.kinds(text) == ["prompt"]
+    scrubbed = scrub_text(text, secrets)
+    assert secrets.matcher.kinds(scrubbed) == []
+    assert "Line one of the task" not in scrubbed
+    assert f"<prompt {text_digest(LONG_PROMPT)}>" in scrubbed
+    assert find_leaks_in_json("x.json", {"detail": text}, secrets) == [
+        Leak("x.json", "detail", "prompt")
+    ]
+
+
+def test_escaped_env_value_and_short_prefixes() -> None:
+    token = 'tok-"quoted"-value-0123456789-abcdefghijklmnop'
+    secrets = make_secrets([], [], [token])
+    assert scrub_text(f"status is {token!r}", secrets) == f"status is '{REDACTED}'"
+    assert scrub_text(json.dumps(token), secrets) == f'"{REDACTED}"'
+    assert secrets.matcher.kinds(token[:WINDOW]) == ["env value"]
+    # fewer than WINDOW characters of a secret are not a cut form of it
+    assert secrets.matcher.kinds(token[: WINDOW - 1]) == []
+
+
+def test_project_text_scrubs_before_cutting() -> None:
+    secrets = make_secrets([LONG_PROMPT], [], [])
+    text = "x" * 10 + LONG_PROMPT
+    shown = project_text(text, secrets, limit=30)
+    assert shown == ("x" * 10 + f"<prompt {text_digest(LONG_PROMPT)}>")[:29] + "…"
+    assert secrets.matcher.kinds(shown) == []
+
+
+def test_a_megabytes_long_prompt_is_indexed_by_a_window() -> None:
+    """A long key in pyahocorasick's automaton overflowed the C stack when freed."""
+    words = [f"w{i % 9973}" for i in range(700_000)]
+    prompt = " ".join(words)  # about 5 MB
+    secrets = make_secrets([prompt], [], [])
+    matcher = secrets.matcher
+    assert scrub_text(f"<{prompt}>", secrets) == f"<<prompt {text_digest(prompt)}>>"
+    assert matcher.kinds(prompt[:100_000]) == ["prompt"]
+    assert matcher.kinds("w1 w2 w3") == []
+    del secrets, matcher  # freeing the automaton must not crash either
+
+
+def test_prompts_sharing_a_long_beginning_are_told_apart() -> None:
+    head = "You are a careful engineer working in this repository. "
+    first, second = head + "Fix the parser.", head + "Write the docs for the parser."
+    secrets = make_secrets([first, second], [], [])
+    assert scrub_text(f"[{second}]", secrets) == f"[<prompt {text_digest(second)}>]"
+    assert scrub_text(f"[{first}]", secrets) == f"[<prompt {text_digest(first)}>]"
+
+
+# --- absolute paths of this machine (item 9) --------------------------------------------
+
+MACHINE = {"homes": ["/home/alice", "/root"], "roots": ["home", "root", "tmp", "usr", "etc"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "exec:/root/bin/my-agent --config /root/.config/agent.toml",
+            "exec:~/bin/my-agent --config ~/.config/agent.toml",
+        ),
+        (
+            "cannot read /home/alice/.config/agent/credentials.json.",
+            "cannot read ~/.config/agent/credentials.json.",
+        ),
+        ("python3 /usr/lib/x.py failed", "python3 <path> failed"),
+        ("edited /tmp/brigade-worktree-x1y2/src/a.py:3", "edited <worktree>/src/a.py:3"),
+        ("--config=/etc/agent.toml", "--config=<path>"),
+        ("file:///root/notes", "file:~/notes"),
+        ("see https://example.com/usr/x and 3/5 and and/or", None),
+        ("/nowhere/x and /srv/y", None),  # not a folder of this machine
+        ("<workspace>/etc/x and ~/x and ./root/y", None),  # relative already
+    ],
+)
+def test_absolute_paths_of_this_machine_are_relativised_or_redacted(
+    text: str, expected: str | None
+) -> None:
+    secrets = make_secrets([], [], [], **MACHINE)
+    scrubbed = scrub_text(text, secrets)
+    assert scrubbed == (text if expected is None else expected)
+    assert secrets.matcher.kinds(scrubbed) == []
+    assert secrets.matcher.kinds(text) == ([] if expected is None else ["absolute path"])
+
+
+def test_paths_are_only_paths_in_path_fields(tmp_path: Path) -> None:
+    """run_dir loses only its absolute part: an env value `attempt` stays in it."""
+    plan = make_plan(tmp_path)
+    receipt = finished_receipt(tmp_path, plan)
+    out = str(tmp_path / "ws" / ".brigade" / "evals" / "proj")
+    secrets = make_secrets([], [(out, ".")], ["attempts", "attempt-002"], **MACHINE)
+    projected = project_receipt({**receipt, "failure_detail": "attempts failed"}, out, secrets)
+    assert projected["run_dir"].endswith("attempts/attempt-002/run")
+    assert projected["failure_detail"] == f"{REDACTED} failed"
+    moved = {**receipt, "run_dir": "/root/old/out/cells/x/run"}
+    assert project_receipt(moved, out, secrets)["run_dir"] == "~/old/out/cells/x/run"
+
+
+def test_report_skeleton_allows_page_words_but_not_long_secrets() -> None:
+    secrets = make_secrets([LONG_PROMPT], [], ["accepted"])
+    page = "<td>accepted</td><td>accepted</td>"
+    assert find_leaks_in_text("r", page, secrets) == [Leak("r", "(text)", "env value")]
+    assert find_leaks_in_text("r", page, secrets, skeleton=page) == []
+    leaky = page + "<td>accepted</td>"
+    assert find_leaks_in_text("r", leaky, secrets, skeleton=page) == [
+        Leak("r", "(text)", "env value")
+    ]
+    static = page + LONG_PROMPT  # a long secret is never a word of the page
+    assert find_leaks_in_text("r", static, secrets, skeleton=static) == [
+        Leak("r", "(text)", "prompt")
+    ]
+    named = page + f"<th>{LONG_PROMPT}</th>"  # unless it is a name (a case id)
+    assert find_leaks_in_text("r", named, secrets, skeleton=page, names=[LONG_PROMPT]) == []

@@ -23,7 +23,7 @@ from brigade.inputs.manifest import manifest_from_document
 from brigade.inputs.roster import roster_from_document
 from brigade.outdir.results import current_receipts, read_plan_document
 from brigade.report import render as render_module
-from brigade.report.build import build_report, check_report_file, display_names, write_report
+from brigade.report.build import build_report, check_report_file, write_report
 from brigade.report.junit import junit_xml
 from brigade.report.render import html_page, text_matrix
 
@@ -192,8 +192,6 @@ def test_junit_has_a_suite_per_seat_and_a_case_per_cell(tmp_path: Path, schema) 
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites" and root.get("name") == "unit"
     suites = root.findall("testsuite")
-    weird = display_names([WEIRD_SEAT], make_secrets([], [], [SECRET_ENV]))[WEIRD_SEAT]
-    assert weird == WEIRD_SEAT  # nothing secret in the name: shown as is (escaped)
     assert [s.get("name") for s in suites] == ["alpha", WEIRD_SEAT]
     assert [
         (s.get("tests"), s.get("failures"), s.get("errors"), s.get("skipped")) for s in suites
@@ -355,13 +353,21 @@ def test_the_leak_check_reads_through_html_escapes(tmp_path: Path) -> None:
     assert check_report_file(page, "report/index.html", secrets) == []
 
 
-def test_names_made_equal_by_redaction_stay_apart() -> None:
-    secrets = make_secrets([], [], ["team-one", "team-two"])
-    assert display_names(["team-one", "team-two", "plain"], secrets) == {
-        "team-one": "<redacted>",
-        "team-two": "<redacted> (2)",
-        "plain": "plain",
-    }
+def test_names_equal_to_secrets_are_shown_as_they_are(tmp_path: Path) -> None:
+    """Seat names and case ids are identifiers, never redacted: a seat named like an env
+    value or a case id equal to a prompt is shown, and is not a leak; the same text in
+    free text is replaced (and would be a leak)."""
+    out, plan, receipts, summary = unit_report(tmp_path)
+    secrets = make_secrets(["a prompt about weird names", WEIRD_CASE], [], ["alpha-x", "alpha"])
+    result = write_report(out, plan, receipts, summary, secrets=secrets)
+    assert result.leaks == ()
+    root = ET.parse(out / "report" / "junit.xml").getroot()
+    assert [s.get("name") for s in root.findall("testsuite")] == ["alpha", WEIRD_SEAT]
+    page = tmp_path / "page.html"
+    page.write_text(f"<p>{html.escape(WEIRD_CASE)}</p>")
+    assert [leak.kind for leak in check_report_file(page, "page.html", secrets)] == ["prompt"]
+    skeleton = page.read_bytes()
+    assert check_report_file(page, "page.html", secrets, skeleton) == []
 
 
 def test_unchanged_reports_are_not_rewritten(tmp_path: Path) -> None:

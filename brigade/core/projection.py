@@ -1,18 +1,31 @@
 """Projection for anything that leaves the output directory, and the leak check (pure).
 
 Receipts inline full prompts, absolute paths and seat env values. A projected
-document replaces prompts by `prompt_digest: sha256:...`, makes paths relative
-to the output directory and redacts env values; `find_leaks` proves it.
+document replaces prompts by `prompt_digest: sha256:...`, redacts env values
+and makes paths relative: inside free text only. Which strings of a document
+are free text is said by its *roles* (ROLES below): names (keys, states,
+identifiers, digests, schema tags, timestamps) are never touched, paths only
+lose what is absolute about them, free text is scrubbed of every secret. The
+leak check reads a document with the same roles, so whatever projection writes
+passes it, and projection never breaks a document's schema.
+
+Free text from anywhere (answers, transcripts, diffs, logs) goes through
+`project_text`: secrets are replaced first, then the text is cut, so no cut or
+escaped form of a secret survives.
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import json
 import posixpath
-from collections.abc import Iterable, Iterator
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, Union
 
 import ahocorasick
 
@@ -20,20 +33,52 @@ from brigade.core.identity import text_digest
 from brigade.core.jsonpath import format_path
 
 REDACTED = "<redacted>"
+PATH_STAND_IN = "<path>"  # an absolute path of this machine outside every known folder
+WORKTREE_STAND_IN = "<worktree>"
+HOME_STAND_IN = "~"
 # Shorter prompts are only matched as whole string values, and shorter env
 # values not at all: "1" or "on" would match everywhere. Both are still
 # stripped where they live (prompt fields, seat.env).
 MIN_SUBSTRING = 6
+# Secrets are indexed by their first WINDOW characters (a long key in the
+# automaton would overflow the C stack when it is freed); a match of a window
+# is confirmed in Python. A text holding the first WINDOW or more characters
+# of a prompt or env value holds a cut form of it: that is a leak too.
+WINDOW = 32
+# the name of a writable run's temporary worktree folder (run/worktree.py)
+WORKTREE_PREFIX = "brigade-worktree-"
 _PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+# brigade's own tokens inside free text: its stand-ins, digests and the
+# placeholders of exec command lines. A secret inside one of them (an env
+# value "python" in `{python}`, "redacted" in `<redacted>`) is not a leak.
+_PUBLIC = re.compile(
+    r"<prompt sha256:[0-9a-f]{64}>|sha256:[0-9a-f]{64}|<redacted>|<workspace>|<manifest-dir>"
+    r"|<roster-dir>|<worktree>|<path>|\{python\}|\{roster_dir\}"
+)
+# An absolute path: a slash at the start of the text or after a delimiter,
+# then path components. (`https://host/x` and `a/b` are not absolute paths.)
+_COMPONENT = r"[^\s/\"'`<>|;,(){}\[\]:*?\\]"
+_ABSOLUTE = re.compile(rf"(?<![^\s\"'`=(\[{{<>,;|:@])/+{_COMPONENT}+(?:/+{_COMPONENT}*)*")
+
+Kind = Literal["prompt", "env value", "absolute path"]
+Role = Literal["name", "path", "text"]
 
 
 @dataclass(frozen=True)
 class Secrets:
-    """What must never appear in an exported file."""
+    """What must never appear in an exported file.
+
+    `paths` are the known folders with what they become; `homes` are home
+    folders of this machine (a path under one becomes `~/...`); `roots` are
+    the names at the top of this machine's file system: any other absolute
+    path starting with one of them is a path of this machine, and redacted.
+    """
 
     prompts: frozenset[str]
     paths: tuple[tuple[str, str], ...]  # (absolute path, what it becomes when relativised)
     env_values: frozenset[str]
+    homes: tuple[str, ...] = ()
+    roots: frozenset[str] = frozenset()
 
     def items(self) -> Iterator[tuple[str, str]]:
         """(kind, text) pairs, longest first."""
@@ -51,6 +96,9 @@ class Secrets:
             "prompts": text_digest("\0".join(sorted(self.prompts))),
             "paths": [list(pair) for pair in self.paths],
             "env": text_digest("\0".join(sorted(self.env_values))),
+            "homes": list(self.homes),
+            "roots": sorted(self.roots),
+            "window": WINDOW,
         }
         return text_digest(json.dumps(material, sort_keys=True))
 
@@ -60,134 +108,296 @@ class Secrets:
         return Matcher(self)
 
 
-class Matcher:
-    """Finds every secret in a string in one pass: secrets indexed by their first characters.
+def escaped_forms(text: str) -> list[str]:
+    """How a string reads once escaped: inside JSON (either ensure_ascii), inside a Python
+    repr (either quote), and with its whitespace runs collapsed. Without `text` itself."""
+    forms = [
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        _python_escaped(text, "'"),
+        _python_escaped(text, '"'),
+        " ".join(text.split()),
+    ]
+    return [form for form in dict.fromkeys(forms) if form != text and len(form) >= MIN_SUBSTRING]
 
-    Checking each of thousands of prompts against each exported string would be
-    quadratic; here each string costs one dictionary lookup per position. Most
-    strings hold no secret at all: an Aho-Corasick automaton over every secret
-    (pyahocorasick, in C) says so first, and only strings it finds a secret in
-    are walked position by position (path boundaries, longest match).
+
+def _python_escaped(text: str, quote: str) -> str:
+    """The inside of repr(text) when repr chose `quote`."""
+    out = []
+    for char in text:
+        if char == "\\" or char == quote:
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\r")
+        elif char == "\t":
+            out.append("\\t")
+        elif not char.isprintable():
+            out.append(repr(char)[1:-1])
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class _Form:
+    """One searchable form of a secret (the secret itself or an escaped form of it)."""
+
+    text: str
+    kind: Kind
+    stand_in: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """A secret (or a cut form of one) found at text[start:end]."""
+
+    start: int
+    end: int
+    kind: Kind
+    stand_in: str
+    what: str  # the form found (for counting), or the absolute path
+
+
+class Matcher:
+    """Finds every secret in a string: an Aho-Corasick automaton (pyahocorasick, in C) of
+    the first WINDOW characters of each form of each secret, confirmed in Python.
+
+    Most strings hold no secret: the automaton says so in one pass. A window found
+    is confirmed against the forms sharing it (sorted, so the form with the longest
+    common prefix is a neighbour of the text in that order): a whole form, or, for
+    prompts and env values, a cut form of WINDOW characters or more. Known folders
+    must end at a path boundary. Any other absolute path under one of the machine's
+    top-level folders is found by pattern.
     """
 
     def __init__(self, secrets: Secrets) -> None:
-        self.stand_in: dict[str, str] = {}
-        self.kind: dict[str, str] = {}
         self.exact: dict[str, str] = {}  # short prompts: whole strings only
+        self.homes = sorted(secrets.homes, key=len, reverse=True)
+        self.roots = secrets.roots
+        forms: dict[str, _Form] = {}
+        paths: dict[str, _Form] = {}
         for absolute, relative in secrets.paths:
-            self._add(absolute, "absolute path", relative)
-        for prompt in secrets.prompts:
+            paths.setdefault(absolute, _Form(absolute, "absolute path", relative))
+        for prompt in sorted(secrets.prompts):
             stand_in = f"<prompt {text_digest(prompt)}>"
             if len(prompt) < MIN_SUBSTRING:
                 self.exact[prompt] = stand_in
-            else:
-                self._add(prompt, "prompt", stand_in)
-        for value in secrets.env_values:
+                continue
+            for form in (prompt, *escaped_forms(prompt)):
+                forms.setdefault(form, _Form(form, "prompt", stand_in))
+        for value in sorted(secrets.env_values):
             if len(value) >= MIN_SUBSTRING:
-                self._add(value, "env value", REDACTED)
-        # index by the first `width` characters; paths may be shorter than MIN_SUBSTRING
-        self.width = min([MIN_SUBSTRING, *(len(s) for s in self.kind)])
-        self._first_seen: dict[str, str | None] = {}
-        self._replaced: dict[str, str] = {}
-        self.index: dict[str, list[str]] = {}
-        for secret in sorted(self.kind, key=len, reverse=True):
-            self.index.setdefault(secret[: self.width], []).append(secret)
+                for form in (value, *escaped_forms(value)):
+                    forms.setdefault(form, _Form(form, "env value", REDACTED))
+        # window -> (forms sharing it, sorted by text; known folders sharing it, longest
+        # first; the length of its longest form)
+        self._texts: dict[str, tuple[list[str], list[_Form], int]] = {}
+        self._forms = forms
+        grouped: dict[str, tuple[list[str], list[_Form]]] = {}
+        for text in sorted(forms):
+            grouped.setdefault(text[:WINDOW], ([], []))[0].append(text)
+        for text in sorted(paths, key=len, reverse=True):
+            grouped.setdefault(text[:WINDOW], ([], []))[1].append(paths[text])
+        for window, (texts, folders) in grouped.items():
+            self._texts[window] = (texts, folders, max(map(len, texts), default=0))
         self._automaton = ahocorasick.Automaton()
-        for secret in self.kind:
-            self._automaton.add_word(secret, None)
-        if self.kind:
+        for window in self._texts:
+            self._automaton.add_word(window, window)
+        if self._texts:
             self._automaton.make_automaton()
+        self._first_seen: dict[tuple[str, bool], str | None] = {}
+        self._replaced: dict[tuple[str, bool], str] = {}
 
-    def _holds_any(self, text: str) -> bool:
-        """Whether any secret occurs anywhere in text (where it ends does not matter)."""
-        if not self.kind:
-            return False
-        for _ in self._automaton.iter(text):
-            return True
-        return False
+    # -- finding -----------------------------------------------------------------
 
-    def _add(self, secret: str, kind: str, stand_in: str) -> None:
-        if secret not in self.kind:
-            self.kind[secret] = kind
-            self.stand_in[secret] = stand_in
+    def _confirm(self, text: str, start: int, window: str, paths_only: bool) -> Found | None:
+        """The longest secret (or cut form of one) starting at `start`, where `window` is."""
+        texts, paths, longest = self._texts[window]
+        best: Found | None = None
+        for form in paths:  # known folders: whole, and ending at a path boundary
+            end = start + len(form.text)
+            if text.startswith(form.text, start) and (
+                end == len(text) or text[end] not in _PATH_CHARS
+            ):
+                best = Found(start, end, form.kind, form.stand_in, form.text)
+                break
+        if paths_only or not texts:
+            return best
+        if len(window) < WINDOW:  # a form shorter than a window is its own window
+            form = self._forms[window]
+            found = Found(start, start + len(window), form.kind, form.stand_in, window)
+            return found if best is None or found.end > best.end else best
+        here = text[start : start + longest]
+        position = bisect.bisect_left(texts, here)
+        nearest, length = "", 0
+        for neighbour in texts[max(0, position - 1) : position + 1]:
+            common = _common_prefix(text, start, neighbour)
+            if common > length:
+                nearest, length = neighbour, common
+        if length < WINDOW or (best is not None and best.end >= start + length):
+            return best
+        form = self._forms[nearest]
+        return Found(start, start + length, form.kind, form.stand_in, nearest)
 
-    def _match_at(self, text: str, position: int) -> str | None:
-        bucket = self.index.get(text[position : position + self.width])
-        if not bucket:
-            return None
-        for secret in bucket:  # longest first
-            if text.startswith(secret, position):
-                end = position + len(secret)
-                if (
-                    self.kind[secret] == "absolute path"
-                    and end < len(text)
-                    and (text[end] in _PATH_CHARS)
-                ):
-                    continue  # /w/out is not inside /w/out2
-                return secret
-        return None
-
-    def kinds(self, text: str, *, first_only: bool = False) -> list[str]:
-        """The kinds of secret found in text (all of them, or the first)."""
-        if text in self.exact:
-            return ["prompt"]
-        if not self._holds_any(text):
+    def _secrets_in(self, text: str, paths_only: bool) -> list[Found]:
+        """Secrets in text, leftmost-longest, not overlapping, outside brigade's own tokens."""
+        if not self._texts:
             return []
+        found: list[Found] = []
+        public: list[tuple[int, int]] | None = None
+        covered = 0
+        pending: list[tuple[int, int, str]] = []  # (start, -length, window)
+
+        def settle(before: int) -> None:
+            nonlocal covered, public
+            while pending and pending[0][0] < before:
+                start, _, window = heapq.heappop(pending)
+                if start < covered:
+                    continue
+                hit = self._confirm(text, start, window, paths_only)
+                if hit is None:
+                    continue
+                if public is None:
+                    public = [m.span() for m in _PUBLIC.finditer(text)]
+                if any(s <= hit.start and hit.end <= e for s, e in public):
+                    continue
+                found.append(hit)
+                covered = hit.end
+
+        for end, window in self._automaton.iter(text):
+            start = end - len(window) + 1
+            heapq.heappush(pending, (start, -len(window), window))
+            # every later hit starts after end - WINDOW: earlier ones are settled
+            settle(end - WINDOW + 1)
+        settle(len(text) + 1)
+        return found
+
+    def _absolute_paths(self, text: str, taken: list[Found]) -> list[Found]:
+        """Absolute paths of this machine in text, outside `taken` and brigade's tokens."""
+        if not self.roots or "/" not in text:
+            return []
+        found: list[Found] = []
+        public: list[tuple[int, int]] | None = None
+        spans: list[tuple[int, int]] = []
+        after: set[int] = set()
+        for match in _ABSOLUTE.finditer(text):
+            path = match.group().rstrip(".")
+            start, end = match.start(), match.start() + len(path)
+            first = path.lstrip("/").split("/", 1)[0]
+            if first not in self.roots:
+                continue
+            if public is None:
+                public = [m.span() for m in _PUBLIC.finditer(text)]
+                spans = public + [(t.start, t.end) for t in taken]
+                after = {e for _, e in public} | {t.end for t in taken if t.kind == "absolute path"}
+            # inside a secret or a token, or the rest of a known folder's path
+            if any(s < end and start < e for s, e in spans) or start in after:
+                continue
+            found.append(Found(start, end, "absolute path", self._path_stand_in(path), path))
+        return found
+
+    def _path_stand_in(self, path: str) -> str:
+        """What an absolute path of this machine becomes: `<worktree>/...`, `~/...`, `<path>`."""
+        parts = path.split("/")
+        for index, part in enumerate(parts):
+            if part.startswith(WORKTREE_PREFIX):
+                rest = "/".join(parts[index + 1 :])
+                return f"{WORKTREE_STAND_IN}/{rest}" if rest else WORKTREE_STAND_IN
+        normal = posixpath.normpath("/" + path.lstrip("/"))
+        for home in self.homes:
+            if normal == home:
+                return HOME_STAND_IN
+            if normal.startswith(home + "/"):
+                return HOME_STAND_IN + normal[len(home) :]
+        return PATH_STAND_IN
+
+    def find(self, text: str, *, paths_only: bool = False) -> list[Found]:
+        """Every secret in text, in order (known secrets first claim their place)."""
+        if not paths_only and text in self.exact:
+            stand_in = self.exact[text]
+            return [Found(0, len(text), "prompt", stand_in, text)]
+        secrets = self._secrets_in(text, paths_only)
+        if paths_only:
+            secrets = [s for s in secrets if s.kind == "absolute path"]
+        return sorted(secrets + self._absolute_paths(text, secrets), key=lambda f: f.start)
+
+    def kinds(self, text: str, *, first_only: bool = False, paths_only: bool = False) -> list[str]:
+        """The kinds of secret found in text (all of them, or the first)."""
         found: list[str] = []
-        for position in range(len(text) - self.width + 1) if self.index else ():
-            secret = self._match_at(text, position)
-            if secret is not None and self.kind[secret] not in found:
-                found.append(self.kind[secret])
+        for hit in self.find(text, paths_only=paths_only):
+            if hit.kind not in found:
+                found.append(hit.kind)
                 if first_only:
                     break
         return found
 
-    def first(self, text: str) -> str | None:
+    def first(self, text: str, *, paths_only: bool = False) -> str | None:
         """The kind of the first secret in text, or None."""
         # documents repeat the same strings (keys, states, seat names) thousands of times
+        key = (text, paths_only)
         try:
-            return self._first_seen[text]
+            return self._first_seen[key]
         except KeyError:
-            found = self.kinds(text, first_only=True)
-            kind = self._first_seen[text] = found[0] if found else None
+            found = self.kinds(text, first_only=True, paths_only=paths_only)
+            kind = self._first_seen[key] = found[0] if found else None
             return kind
 
-    def replace(self, text: str) -> str:
+    def replace(self, text: str, *, paths_only: bool = False) -> str:
         """Text with every secret replaced by its stand-in (longest match wins)."""
+        key = (text, paths_only)
         try:
-            return self._replaced[text]
+            return self._replaced[key]
         except KeyError:
-            result = self._replaced[text] = self._replace(text)
+            result = self._replaced[key] = self._replace(text, paths_only)
             return result
 
-    def _replace(self, text: str) -> str:
-        if text in self.exact:
-            return self.exact[text]
-        if not self.index or len(text) < self.width or not self._holds_any(text):
+    def _replace(self, text: str, paths_only: bool) -> str:
+        hits = self.find(text, paths_only=paths_only)
+        if not hits:
             return text
         pieces: list[str] = []
-        position = last = 0
-        while position <= len(text) - self.width:
-            secret = self._match_at(text, position)
-            if secret is None:
-                position += 1
-                continue
-            pieces.append(text[last:position])
-            end = position + len(secret)
-            stand_in = self.stand_in[secret]
-            if self.kind[secret] == "absolute path" and stand_in == ".":
+        last = 0
+        for hit in hits:
+            pieces.append(text[last : hit.start])
+            end, stand_in = hit.end, hit.stand_in
+            if hit.kind == "absolute path" and stand_in == ".":
                 # `<out>/cells/x` becomes `cells/x`; `<out>` alone becomes `.`
                 if text.startswith("/", end):
                     end += 1
                     stand_in = ""
             pieces.append(stand_in)
-            position = last = end
+            last = end
         pieces.append(text[last:])
         return "".join(pieces)
 
+    def counts(self, text: str) -> Counter[tuple[str, str]]:
+        """How often each secret (kind, form) occurs in text."""
+        return Counter((hit.kind, hit.what) for hit in self.find(text))
+
+
+def _common_prefix(text: str, start: int, form: str) -> int:
+    """How many leading characters of `form` text has at `start`."""
+    if text.startswith(form, start):
+        return len(form)
+    low, high = 0, min(len(form), len(text) - start)  # text[start:start+low] matches
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[start + low : start + middle] == form[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
 
 def make_secrets(
-    prompts: Iterable[str], paths: Iterable[tuple[str, str]], env_values: Iterable[str]
+    prompts: Iterable[str],
+    paths: Iterable[tuple[str, str]],
+    env_values: Iterable[str],
+    *,
+    homes: Iterable[str] = (),
+    roots: Iterable[str] = (),
 ) -> Secrets:
     """Secrets without empty strings or useless root paths."""
     stand_ins: dict[str, str] = {}
@@ -199,6 +409,10 @@ def make_secrets(
         prompts=frozenset(p for p in prompts if p.strip()),
         paths=tuple(sorted(stand_ins.items(), key=lambda pair: (-len(pair[0]), pair[0]))),
         env_values=frozenset(v for v in env_values if v.strip()),
+        homes=tuple(
+            sorted({posixpath.normpath(h) for h in homes if len(posixpath.normpath(h)) > 1})
+        ),
+        roots=frozenset(r for r in roots if r and "/" not in r),
     )
 
 
@@ -207,21 +421,178 @@ def scrub_text(text: str, secrets: Secrets) -> str:
     return secrets.matcher.replace(text)
 
 
+ELLIPSIS = "…"
+
+
+def project_text(text: str, secrets: Secrets, limit: int | None = None) -> str:
+    """Free text (an answer, a transcript, a diff, a log, a detail) safe to show: secrets
+    replaced first, then cut to `limit` characters (an ellipsis marks the cut)."""
+    scrubbed = scrub_text(text, secrets)
+    if limit is not None and len(scrubbed) > limit:
+        return scrubbed[: max(0, limit - len(ELLIPSIS))] + ELLIPSIS
+    return scrubbed
+
+
 def scrub(value: Any, secrets: Secrets) -> Any:
-    """Scrub every string (and key) of a JSON value."""
+    """Scrub every string value of a JSON value as free text (keys are kept)."""
+    return project(value, TEXT, secrets)
+
+
+# -- roles -----------------------------------------------------------------------
+
+NAME: Role = "name"  # keys, identifiers, enums, digests, timestamps: kept, never searched
+PATH: Role = "path"  # a path: relative to the output directory; only absolute paths leak
+TEXT: Role = "text"  # free text: every secret is replaced
+# a role for a whole value, or per key: "*" any other key, "[]" the items of a list
+Roles = Union[Role, Mapping[str, "Roles"]]
+
+_GRADER_SPEC: Roles = {"type": NAME, "name": NAME, "*": TEXT}
+GRADER_RESULT_ROLES: Roles = {
+    **dict.fromkeys(
+        (
+            "schema",
+            "grader_id",
+            "grader_type",
+            "version",
+            "status",
+            "score",
+            "score_min",
+            "score_max",
+            "duration_seconds",
+            "cell_id",
+            "output_digest",
+            "exit_code",
+        ),
+        NAME,
+    ),
+    "detail": TEXT,
+    "component_checks": {"[]": {"name": TEXT, "detail": TEXT, "*": NAME}},
+    "output_refs": {"[]": PATH},
+    "*": TEXT,
+}
+_SEAT: Roles = {
+    **dict.fromkeys(
+        ("seat", "model", "reasoning", "transport", "transport_version", "codex_transport"), NAME
+    ),
+    "cli": TEXT,  # a command line: its paths and secrets go, its {python} stays
+    "env": TEXT,  # values redacted whole by the projection; names are keys
+    "*": TEXT,
+}
+_CELL_FIELDS: dict[str, Roles] = {
+    **dict.fromkeys(
+        ("schema", "cell_id", "coordinate", "case_id", "prompt_digest", "trial", "execution_mode"),
+        NAME,
+    ),
+    "case": {"id": NAME, "prompt_digest": NAME, "*": TEXT},
+    "seat": _SEAT,
+}
+PLAN_CELL_ROLES: Roles = {**_CELL_FIELDS, "graders": {"[]": _GRADER_SPEC}, "*": TEXT}
+RECEIPT_ROLES: Roles = {
+    **_CELL_FIELDS,
+    **dict.fromkeys(
+        (
+            "state",
+            "attempt",
+            "started_at",
+            "finished_at",
+            "graded_at",
+            "manifest_digest",
+            "exit_code",
+            "duration_seconds",
+            "output_digest",
+            "score",
+            "failure_reason",
+            "acceptance",
+            "reused_run",
+            "usage",
+        ),
+        NAME,
+    ),
+    "run_dir": PATH,
+    "failure_detail": TEXT,
+    "fault": {"kind": NAME, "retry_after_seconds": NAME, "*": TEXT},
+    "grader_specs": {"[]": _GRADER_SPEC},
+    "graders": {"[]": GRADER_RESULT_ROLES},
+    "*": TEXT,
+}
+PLAN_ROLES: Roles = {
+    "schema": NAME,
+    "name": NAME,
+    "manifest_digest": NAME,
+    "cells": {"[]": PLAN_CELL_ROLES},
+    "stale_cells": NAME,
+    "context": {"*": PATH},
+    "*": TEXT,
+}
+# summary.json holds counts, statistics and names; anything new in it is free text
+SUMMARY_ROLES: Roles = {
+    **dict.fromkeys(
+        (
+            "schema",
+            "name",
+            "manifest_digest",
+            "generated_at",
+            "outcome",
+            "exit_code",
+            "partial_scores_label",
+        ),
+        NAME,
+    ),
+    "partial_scores": {"label": NAME, "*": TEXT},
+    "trial_stats": {
+        "by_seat_case": {"[]": {"seat": NAME, "case": NAME, "*": TEXT}},
+        "comparisons": {"[]": {"seats": NAME, "*": TEXT}},
+        "*": TEXT,
+    },
+    "*": TEXT,
+}
+
+
+def _child(roles: Roles, key: str) -> Roles:
+    if isinstance(roles, str):
+        return roles
+    return roles.get(key, roles.get("*", TEXT))
+
+
+def project(value: Any, roles: Roles, secrets: Secrets, out: str | None = None) -> Any:
+    """A JSON value with its free text scrubbed and its paths made relative (to `out`),
+    as its roles say; names and keys are kept."""
     if isinstance(value, str):
-        return scrub_text(value, secrets)
+        if roles == TEXT:
+            return secrets.matcher.replace(value)
+        if roles == PATH:
+            return _project_path(value, secrets, out)
+        return value
+    if roles == NAME or not isinstance(value, (dict, list)):
+        return value
     if isinstance(value, list):
-        return [
-            scrub(item, secrets) if isinstance(item, (str, list, dict)) else item for item in value
-        ]
-    if isinstance(value, dict):
-        return {scrub_text(k, secrets): scrub(v, secrets) for k, v in value.items()}
-    return value
+        item = _child(roles, "[]")
+        return [project(v, item, secrets, out) for v in value]
+    return {k: project(v, _child(roles, k), secrets, out) for k, v in value.items()}
+
+
+def blank_text(value: Any, roles: Roles, blank: str = "") -> Any:
+    """A JSON value with every free text replaced by `blank` (names and paths kept)."""
+    if isinstance(value, str):
+        return blank if roles == TEXT else value
+    if roles == NAME or not isinstance(value, (dict, list)):
+        return value
+    if isinstance(value, list):
+        item = _child(roles, "[]")
+        return [blank_text(v, item, blank) for v in value]
+    return {k: blank_text(v, _child(roles, k), blank) for k, v in value.items()}
+
+
+def _project_path(path: str, secrets: Secrets, out: str | None) -> str:
+    if out is not None and posixpath.isabs(path):
+        relative = posixpath.relpath(path, out)
+        if not relative.startswith(".."):
+            return relative
+    return secrets.matcher.replace(path, paths_only=True)
 
 
 def _strip_prompt(doc: dict[str, Any]) -> dict[str, Any]:
-    """Replace `prompt` by `prompt_digest` at this level and inside `case`."""
+    """Replace `prompt` by `prompt_digest` at this level and inside `case`; redact env."""
     projected = dict(doc)
     if "prompt" in projected:
         projected["prompt_digest"] = text_digest(projected.pop("prompt"))
@@ -236,24 +607,27 @@ def _strip_prompt(doc: dict[str, Any]) -> dict[str, Any]:
     return projected
 
 
-def project_receipt(receipt: dict[str, Any], out: str, secrets: Secrets) -> dict[str, Any]:
+def project_receipt(receipt: Mapping[str, Any], out: str, secrets: Secrets) -> dict[str, Any]:
     """A cell receipt safe to leave the output directory."""
-    projected = _strip_prompt(receipt)
-    if isinstance(projected.get("run_dir"), str):
-        projected["run_dir"] = posixpath.relpath(projected["run_dir"], out)
-    return scrub(projected, secrets)
+    projected: dict[str, Any] = project(_strip_prompt(dict(receipt)), RECEIPT_ROLES, secrets, out)
+    return projected
 
 
 def project_plan(plan: dict[str, Any], secrets: Secrets) -> dict[str, Any]:
     """plan.json safe to leave the output directory."""
     projected = dict(plan)
     projected["cells"] = [_strip_prompt(cell) for cell in plan.get("cells", [])]
-    return scrub(projected, secrets)
+    result: dict[str, Any] = project(projected, PLAN_ROLES, secrets)
+    return result
 
 
-def project_summary(summary: dict[str, Any], secrets: Secrets) -> dict[str, Any]:
+def project_summary(summary: Mapping[str, Any], secrets: Secrets) -> dict[str, Any]:
     """summary.json safe to leave the output directory."""
-    return scrub(summary, secrets)
+    result: dict[str, Any] = project(dict(summary), SUMMARY_ROLES, secrets)
+    return result
+
+
+# -- the leak check -------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -268,32 +642,84 @@ class Leak:
         return f"{self.file}: {self.where}: contains {self.kind}"
 
 
-def find_leaks_in_json(name: str, doc: Any, secrets: Secrets) -> list[Leak]:
-    """Every string (or key) of a JSON document that contains a secret, with its JSON path."""
+def find_leaks_in_json(
+    name: str, doc: Any, secrets: Secrets, roles: Roles | None = None
+) -> list[Leak]:
+    """Every string of a JSON document that holds a secret where its roles allow none,
+    with its JSON path. Without roles (a file brigade does not know), every string
+    is free text, keys included."""
     leaks: list[Leak] = []
-    stack: list[tuple[Any, list[Any]]] = [(doc, [])]
+    stack: list[tuple[Any, list[Any], Roles]] = [(doc, [], roles or TEXT)]
     first = secrets.matcher.first
+    check_keys = roles is None
     while stack:
-        value, path = stack.pop()
+        value, path, role = stack.pop()
+        if role == NAME:
+            continue
         if isinstance(value, dict):
             for key, item in value.items():
-                kind = first(key)
-                if kind:
-                    leaks.append(Leak(name, format_path([*path, key]) + " (key)", kind))
-                stack.append((item, [*path, key]))
+                if check_keys:
+                    kind = first(key)
+                    if kind:
+                        leaks.append(Leak(name, format_path([*path, key]) + " (key)", kind))
+                stack.append((item, [*path, key], _child(role, key)))
         elif isinstance(value, list):
+            item_role = _child(role, "[]")
             stack.extend(
-                (item, [*path, i])
+                (item, [*path, i], item_role)
                 for i, item in enumerate(value)
                 if isinstance(item, (str, list, dict))  # numbers cannot leak anything
             )
         elif isinstance(value, str):
-            kind = first(value)
+            kind = first(value, paths_only=role == PATH)
             if kind:
                 leaks.append(Leak(name, format_path(path), kind))
     return leaks
 
 
-def find_leaks_in_text(name: str, text: str, secrets: Secrets) -> list[Leak]:
-    """Secrets in a non-JSON exported file."""
-    return [Leak(name, "(text)", kind) for kind in sorted(secrets.matcher.kinds(text))]
+def find_leaks_in_text(
+    name: str,
+    text: str,
+    secrets: Secrets,
+    skeleton: str | None = None,
+    where: str = "(text)",
+    names: Iterable[str] = (),
+) -> list[Leak]:
+    """Secrets in a non-JSON exported file (a rendered report, anything planted).
+
+    A secret inside one of `names` (seat names, case ids, coordinates: identifiers,
+    shown as they are) is not a leak. With a `skeleton` (the same file rendered with
+    every free text blanked), a short secret (under WINDOW characters) is a leak only
+    where the file holds it more often than the skeleton does: a state or a word of
+    the page that equals an env value is not a leak; the same value in free text is.
+    A longer secret is never a word of the page.
+    """
+    labels = [n for n in set(names) if n]
+    hits = [hit for hit in secrets.matcher.find(text) if not _inside_name(text, hit, labels)]
+    allowed: Counter[tuple[str, str]] = Counter()
+    if hits and skeleton is not None:
+        allowed = Counter(
+            (hit.kind, hit.what)
+            for hit in secrets.matcher.find(skeleton)
+            if len(hit.what) < WINDOW and not _inside_name(skeleton, hit, labels)
+        )
+    kinds: set[str] = set()
+    for hit in hits:
+        key = (hit.kind, hit.what)
+        if allowed[key] > 0:
+            allowed[key] -= 1
+        else:
+            kinds.add(hit.kind)
+    return [Leak(name, where, kind) for kind in sorted(kinds)]
+
+
+def _inside_name(text: str, hit: Found, names: list[str]) -> bool:
+    """Whether the secret found is part of one of `names` written out in text."""
+    found = text[hit.start : hit.end]
+    for label in names:
+        offset = label.find(found)
+        while offset != -1:
+            if text.startswith(label, hit.start - offset) and hit.start >= offset:
+                return True
+            offset = label.find(found, offset + 1)
+    return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -12,7 +13,11 @@ from typing import Any
 from brigade.core.identity import CELL_SCHEMA, text_digest
 from brigade.core.plan import PLAN_SCHEMA, Plan
 from brigade.core.projection import (
+    PLAN_ROLES,
+    RECEIPT_ROLES,
+    SUMMARY_ROLES,
     Leak,
+    Roles,
     Secrets,
     find_leaks_in_json,
     find_leaks_in_text,
@@ -35,6 +40,24 @@ class ExportResult:
     leaks: tuple[Leak, ...]
 
 
+@functools.cache
+def machine_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(home folders, names at the top of the file system) of this machine: any absolute
+    path under one of those names is a path of this machine, and never exported."""
+    homes = {os.path.expanduser("~"), "/root"}
+    for parent in ("/home", "/Users"):
+        try:
+            with os.scandir(parent) as entries:
+                homes.update(entry.path for entry in entries if entry.is_dir())
+        except OSError:
+            continue
+    try:
+        roots = os.listdir("/")
+    except OSError:
+        roots = []
+    return tuple(sorted(homes)), tuple(sorted(roots))
+
+
 def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets:
     """Prompts, absolute paths of this machine and seat env values of a plan."""
     context = plan.context or {}
@@ -49,10 +72,13 @@ def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets
         if key in context:
             value = context[key] if key == "workspace" else os.path.dirname(context[key])
             paths.append((value, stand_in))
+    homes, roots = machine_paths()
     return make_secrets(
         prompts={cell.prompt for cell in plan.cells},
         paths=paths,
         env_values={value for cell in plan.cells for value in cell.seat.env.values()},
+        homes=homes,
+        roots=roots,
     )
 
 
@@ -246,7 +272,7 @@ def _check_changed(
             stamp = written.get(relative, "unknown")
             if state.unchanged(relative, path, stamp):
                 continue
-            found = check_file(Path(path), f"{dest.name}/{relative}", secrets)
+            found = check_file(Path(path), f"{dest.name}/{relative}", secrets, roles_of(relative))
             leaks.extend(found)
             if found:
                 state.forget(relative)
@@ -257,17 +283,30 @@ def _check_changed(
     return sorted(leaks, key=str)
 
 
-def check_file(path: Path, label: str, secrets: Secrets) -> list[Leak]:
-    """The leaks in one exported file (JSON by path, anything else as text)."""
+def roles_of(relative: str) -> Roles | None:
+    """The roles of the strings of an exported file brigade writes (None: any other file)."""
+    if relative == store.PLAN_FILE:
+        return PLAN_ROLES
+    if relative == store.SUMMARY_FILE:
+        return SUMMARY_ROLES
+    folder, _, name = relative.partition("/")
+    if folder == store.CELLS_DIR and "/" not in name and name.endswith(".json"):
+        return RECEIPT_ROLES
+    return None
+
+
+def check_file(path: Path, label: str, secrets: Secrets, roles: Roles | None = None) -> list[Leak]:
+    """The leaks in one exported file (JSON by path, with its roles when brigade wrote it;
+    anything else as text)."""
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError:
         return []
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return find_leaks_in_text(label, text, secrets)
-    return find_leaks_in_json(label, doc, secrets)
+    return find_leaks_in_json(label, doc, secrets, roles)
 
 
 def check(dest: Path, secrets: Secrets) -> list[Leak]:
@@ -276,7 +315,6 @@ def check(dest: Path, secrets: Secrets) -> list[Leak]:
     for root, _, names in os.walk(dest):
         for name in sorted(names):
             path = Path(root) / name
-            leaks.extend(
-                check_file(path, f"{dest.name}/{path.relative_to(dest).as_posix()}", secrets)
-            )
+            relative = path.relative_to(dest).as_posix()
+            leaks.extend(check_file(path, f"{dest.name}/{relative}", secrets, roles_of(relative)))
     return leaks

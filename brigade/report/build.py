@@ -7,6 +7,7 @@ directory, no seat env values) and every file written is checked for leaks.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import json
@@ -17,15 +18,17 @@ from typing import Any
 
 from brigade.core.plan import Plan
 from brigade.core.projection import (
+    GRADER_RESULT_ROLES,
+    SUMMARY_ROLES,
     Leak,
     Secrets,
+    blank_text,
     find_leaks_in_text,
     project_receipt,
     project_summary,
-    scrub_text,
 )
 from brigade.outdir import store
-from brigade.outdir.export import check_file, secrets_for
+from brigade.outdir.export import secrets_for
 from brigade.outdir.results import current_receipts
 from brigade.report.model import ReportCell, failure_reasons
 
@@ -48,31 +51,17 @@ REPORT_FIELDS = (
 GRADER_FIELDS = ("grader_id", "status", "score", "detail")
 
 
-def display_names(names: Iterable[str], secrets: Secrets) -> dict[str, str]:
-    """Name -> the name reports show: scrubbed, and kept unique when scrubbing made two equal."""
-    shown: dict[str, str] = {}
-    taken: set[str] = set()
-    for name in names:
-        if name in shown:
-            continue
-        label = base = scrub_text(name, secrets)
-        number = 2
-        while label in taken:
-            label, number = f"{base} ({number})", number + 1
-        taken.add(label)
-        shown[name] = label
-    return shown
-
-
 def report_cells(
     out: Path,
     plan: Plan,
     receipts: Mapping[str, Mapping[str, Any] | None],
     secrets: Secrets,
-    seats: Mapping[str, str],
-    cases: Mapping[str, str],
 ) -> list[ReportCell]:
-    """Every planned cell, from its projected receipt (a stand-in for cells with none)."""
+    """Every planned cell, from its projected receipt (a stand-in for cells with none).
+
+    Names (seats, cases, coordinates) are shown as they are: they are identifiers,
+    never secrets; only free text is scrubbed.
+    """
     out_text = str(out.absolute())
     cells = []
     for cell in plan.cells:
@@ -84,12 +73,11 @@ def report_cells(
                 {k: g.get(k) for k in GRADER_FIELDS} for g in receipt.get("graders", [])
             ]
         projected = project_receipt(shown, out_text, secrets)
-        seat, case = seats[cell.seat.name], cases[cell.case_id]
         cells.append(
             ReportCell(
-                coordinate=scrub_text(f"{case}:{seat}:{cell.trial}", secrets),
-                case_id=case,
-                seat=seat,
+                coordinate=cell.coordinate,
+                case_id=cell.case_id,
+                seat=cell.seat.name,
                 trial=cell.trial,
                 cell_id=projected["cell_id"],
                 state=projected["state"],
@@ -103,22 +91,6 @@ def report_cells(
             )
         )
     return cells
-
-
-def _rename_stats(
-    stats: Mapping[str, Any], seats: Mapping[str, str], cases: Mapping[str, str]
-) -> dict[str, Any]:
-    return {
-        **stats,
-        "by_seat": {seats[s]: group for s, group in stats["by_seat"].items()},
-        "by_seat_case": [
-            {**row, "seat": seats[row["seat"]], "case": cases[row["case"]]}
-            for row in stats["by_seat_case"]
-        ],
-        "comparisons": [
-            {**pair, "seats": [seats[s] for s in pair["seats"]]} for pair in stats["comparisons"]
-        ],
-    }
 
 
 @dataclass(frozen=True)
@@ -139,17 +111,42 @@ def build_report(
     workspace: Path | None = None,
     secrets: Secrets | None = None,
 ) -> Report:
-    """The projected summary and cells of a plan (names scrubbed, paths relative, no prompts)."""
+    """The projected summary and cells of a plan (free text scrubbed, paths relative,
+    no prompts)."""
     out = out.absolute()
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
-    seats = display_names((c.seat.name for c in plan.cells), secrets)
-    cases = display_names((c.case_id for c in plan.cells), secrets)
-    renamed = {**summary, "trial_stats": _rename_stats(summary["trial_stats"], seats, cases)}
     return Report(
-        summary=project_summary(renamed, secrets),
-        cells=tuple(report_cells(out, plan, receipts, secrets, seats, cases)),
+        summary=project_summary(summary, secrets),
+        cells=tuple(report_cells(out, plan, receipts, secrets)),
         secrets=secrets,
     )
+
+
+def report_names(report: Report) -> set[str]:
+    """The identifiers a report shows as they are: its name, seats, cases, coordinates."""
+    names = {str(report.summary.get("name", ""))}
+    for cell in report.cells:
+        names.update((cell.coordinate, cell.case_id, cell.seat))
+    return names
+
+
+# what free text becomes in a report's skeleton: not empty, so every line and
+# element that shows free text is still there
+BLANK = "·"
+
+
+def skeleton(report: Report) -> Report:
+    """The report with every free text replaced by a blank: what the page says whatever the
+    agents and graders said. (Free text added to ReportCell must be blanked here too.)"""
+    cells = tuple(
+        dataclasses.replace(
+            cell,
+            failure_detail=BLANK if cell.failure_detail else cell.failure_detail,
+            graders=tuple(blank_text(g, GRADER_RESULT_ROLES, BLANK) for g in cell.graders),
+        )
+        for cell in report.cells
+    )
+    return Report(blank_text(report.summary, SUMMARY_ROLES, BLANK), cells, report.secrets)
 
 
 def report_document(report: Report) -> dict[str, Any]:
@@ -187,17 +184,26 @@ class ReportResult:
     leaks: tuple[Leak, ...]
 
 
-def check_report_file(path: Path, label: str, secrets: Secrets) -> list[Leak]:
-    """Leaks in a report file, in its text as stored and with XML/HTML escapes undone."""
-    found = check_file(path, label, secrets)
+def check_report_file(
+    path: Path,
+    label: str,
+    secrets: Secrets,
+    skeleton: bytes | None = None,
+    names: Iterable[str] = (),
+) -> list[Leak]:
+    """Leaks in a report file, in its text with XML/HTML escapes undone.
+
+    Secrets inside `names` (identifiers) are not leaks; `skeleton` is the same report
+    rendered without free text: a short secret that it holds as often as the file (a
+    state or a word of the page equal to an env value) is not a leak.
+    """
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError:
-        return found
-    for leak in find_leaks_in_text(label, html.unescape(text), secrets):
-        if all(leak.kind != known.kind for known in found):
-            found.append(Leak(leak.file, "(text, entities decoded)", leak.kind))
-    return found
+        return []
+    bare = html.unescape(skeleton.decode("utf-8", "replace")) if skeleton is not None else None
+    where = "(text, entities decoded)"
+    return find_leaks_in_text(label, html.unescape(text), secrets, bare, where, names)
 
 
 class _Checked:
@@ -323,9 +329,10 @@ def _write(
     from brigade.report.junit import junit_xml
     from brigade.report.render import html_page
 
+    bare = skeleton(report)
     renderers = (
-        lambda: junit_xml(report.summary["name"], report.cells),
-        lambda: html_page(report.summary, report.cells).encode("utf-8"),
+        lambda shown: junit_xml(shown.summary["name"], shown.cells),
+        lambda shown: html_page(shown.summary, shown.cells).encode("utf-8"),
     )
     written: list[Path] = []
     leaks: list[Leak] = []
@@ -333,14 +340,16 @@ def _write(
         if target is None:
             continue
         target = target.absolute()
-        data = render()
+        data = render(report)
         digest = hashlib.sha256(data).hexdigest()
         written.append(target)
         if not checked.clean(target, digest):
             store.atomic_write_bytes(target, data, durable=False)
             relative = target.is_relative_to(out)
             label = target.relative_to(out).as_posix() if relative else target.name
-            found = check_report_file(target, label, report.secrets)
+            found = check_report_file(
+                target, label, report.secrets, render(bare), report_names(report)
+            )
             leaks.extend(found)
             if found:
                 checked.record(target, None, None)

@@ -22,6 +22,11 @@ class GraderFault(Exception):
     """The grader could not run; the message becomes the result's detail."""
 
 
+def as_is(text: str) -> str:
+    """No redaction (for contexts without secrets)."""
+    return text
+
+
 class WorkspaceView(Protocol):
     """Files of the workspace as the seat left them (live folder or recorded snapshot)."""
 
@@ -46,6 +51,8 @@ class GradeContext:
     manifest_dir: Path
     workspace: WorkspaceView | None
     changed_files: tuple[str, ...] | None
+    # replaces the cell's secrets in text a detail quotes (before it is cut or escaped)
+    redact: Callable[[str], str] = as_is
 
 
 Outcome = tuple[bool, str, list[dict[str, Any]]]  # passed, detail, component checks
@@ -161,8 +168,27 @@ def _json_field(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
             return False, f"{spec['path']} is absent from the output", []
     expected = spec["expected"]
     passed = same_json(value, expected)
-    shown = json.dumps(value, ensure_ascii=False)[:200]
-    return passed, f"{spec['path']} = {shown}, expected {json.dumps(expected)[:200]}", []
+    shown, wanted = _quoted(value, ctx), _quoted(expected, ctx)
+    return passed, f"{spec['path']} = {shown}, expected {wanted}", []
+
+
+SHOWN_CHARACTERS = 200
+
+
+def _quoted(value: Any, ctx: GradeContext) -> str:
+    """A JSON value as a detail shows it: secrets replaced first, then escaped and cut."""
+    text = json.dumps(_redacted(value, ctx.redact), ensure_ascii=False)
+    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
+
+
+def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    if isinstance(value, dict):
+        return {redact(key): _redacted(item, redact) for key, item in value.items()}
+    return value
 
 
 def same_json(left: Any, right: Any) -> bool:
@@ -261,7 +287,10 @@ def _verify_receipt(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
         return False, f"{relative} is not valid JSON", []
     status = receipt.get("status") if isinstance(receipt, dict) else None
     expected = spec["expected_status"]
-    return status == expected, f"{relative} status is {status!r}, expected {expected!r}", []
+    shown = repr(_redacted(status, ctx.redact))  # secrets go before repr escapes them
+    if len(shown) > SHOWN_CHARACTERS:
+        shown = shown[: SHOWN_CHARACTERS - 1] + "…"
+    return status == expected, f"{relative} status is {shown}, expected {expected!r}", []
 
 
 def _first_difference(actual: str, expected: str) -> str:

@@ -16,6 +16,7 @@ from brigade.adapters.base import Reading, SeatRequest
 from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell
+from brigade.core.projection import Secrets, make_secrets, scrub_text
 from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import (
     RunFacts,
@@ -27,6 +28,7 @@ from brigade.core.taxonomy import (
 )
 from brigade.errors import EnvironmentProblem, TamperedOutput
 from brigade.outdir import store
+from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, worktree
 from brigade.run.doctor import executable_version
 
@@ -436,7 +438,7 @@ def facts_from_run(run_doc: dict[str, Any]) -> RunFacts:
 
 
 def grade_context(
-    ctx: RunContext, cell_id: str, rdir: Path, run_doc: dict[str, Any]
+    ctx: RunContext, cell: Cell, rdir: Path, run_doc: dict[str, Any]
 ) -> graders.GradeContext:
     """What the graders see for a stored run."""
     final_path = rdir / FINAL
@@ -450,7 +452,7 @@ def grade_context(
         view = graders.LiveWorkspace(ctx.workspace)
     changed = run_doc.get("changed_files")
     return graders.GradeContext(
-        cell_id=cell_id,
+        cell_id=cell.cell_id,
         final_text=_read_text(final_path),
         output_digest=store.file_digest(final_path),
         output_ref=os.path.relpath(final_path, ctx.out),
@@ -458,7 +460,34 @@ def grade_context(
         manifest_dir=ctx.manifest_dir,
         workspace=view,
         changed_files=tuple(changed) if changed is not None else None,
+        redact=_redactor(ctx, cell),
     )
+
+
+def _redactor(ctx: RunContext, cell: Cell) -> Callable[[str], str]:
+    """Replaces the cell's prompt, env values and this machine's paths in what a grader's
+    detail quotes (built when first used: most details quote nothing)."""
+    built: list[Secrets] = []
+
+    def redact(text: str) -> str:
+        if not built:
+            homes, roots = machine_paths()
+            built.append(
+                make_secrets(
+                    prompts=[cell.prompt],
+                    paths=[
+                        (str(ctx.out.absolute()), "."),
+                        (str(ctx.workspace.absolute()), "<workspace>"),
+                        (str(ctx.manifest_dir.absolute()), "<manifest-dir>"),
+                    ],
+                    env_values=cell.seat.env.values(),
+                    homes=homes,
+                    roots=roots,
+                )
+            )
+        return scrub_text(text, built[0])
+
+    return redact
 
 
 def finish(
@@ -474,7 +503,7 @@ def finish(
     verdict = classify_run(facts_from_run(run_doc))
     results: list[dict[str, Any]] = []
     if verdict is None:
-        results = graders.run_graders(cell.graders, grade_context(ctx, cell.cell_id, rdir, run_doc))
+        results = graders.run_graders(cell.graders, grade_context(ctx, cell, rdir, run_doc))
         verdict = classify_grades(results)
     receipt = running_receipt(ctx, cell, attempt, started_at)
     receipt.update(
@@ -568,7 +597,7 @@ def regrade(
     run_doc = store.read_json(rdir / RUN_RECORD)
     if not isinstance(run_doc, dict):
         raise TamperedOutput(f"{cell.coordinate}: {rdir / RUN_RECORD} is missing or corrupt")
-    results = graders.run_graders(cell.graders, grade_context(ctx, cell.cell_id, rdir, run_doc))
+    results = graders.run_graders(cell.graders, grade_context(ctx, cell, rdir, run_doc))
     verdict = classify_grades(results)
     if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
