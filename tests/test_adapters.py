@@ -7,16 +7,25 @@ import sys
 from pathlib import Path
 
 import pytest
-from agents.cli_outputs import SAMPLES, claude_result, codex_events, jsonl
+from agents import cli_outputs as out
+from agents.cli_outputs import NOW, SAMPLES, jsonl
 from agents.fake_cli import BINARIES
 
 from brigade.adapters import adapter_for, built_in, check_cli, known_names
-from brigade.adapters.base import Adapter, Reading, SeatRequest
+from brigade.adapters.base import Adapter, Fault, OwnFailure, Reading, SeatRequest
 from brigade.adapters.codex_rpc import Session
-from brigade.adapters.common import READ_ONLY_NOTICE, classify_fault
+from brigade.adapters.common import (
+    READ_ONLY_NOTICE,
+    classify_fault,
+    kind_for_status,
+    one_line,
+    retry_after,
+)
 from brigade.adapters.exec import ExecAdapter
 from brigade.adapters.ollama import OllamaAdapter
 from brigade.core.specs import SeatSpec
+from brigade.core.transcript import Entry
+from brigade.core.usage import ModelUsage, Usage
 
 AGENTS = built_in()
 
@@ -119,7 +128,8 @@ def test_claude_read_only_argv(tmp_path: Path) -> None:
         "claude",
         "-p",
         "--output-format",
-        "json",
+        "stream-json",
+        "--verbose",
         "--permission-mode",
         "default",
         "--disallowedTools",
@@ -141,7 +151,8 @@ def test_claude_writable_argv(tmp_path: Path) -> None:
         "claude",
         "-p",
         "--output-format",
-        "json",
+        "stream-json",
+        "--verbose",
         "--permission-mode",
         "acceptEdits",
         "--allowedTools",
@@ -302,71 +313,179 @@ def test_codex_app_server_transcript_final_message() -> None:
         agent_item("All good."),
         turn_completed("completed"),
     )
-    assert AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="") == Reading("All good.")
+    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading == Reading(
+        "All good.",
+        usage=Usage(turns=1, session_id="t"),
+        transcript=(
+            Entry(kind="error", text="Reconnecting... 1/5"),
+            Entry(kind="message", role="assistant", text="draft"),
+            Entry(kind="message", role="assistant", text="All good."),
+        ),
+    )
 
 
 @pytest.mark.parametrize(
-    ("info", "kind", "detail"),
+    ("info", "message", "kind"),
     [
-        ("usageLimitExceeded", "rate_limited", "usage limit exceeded"),
-        ("rateLimitExceeded", "rate_limited", "rate limit exceeded"),
-        ("serverOverloaded", "provider_error", "server overloaded"),
-        ("internalServerError", "provider_error", "internal server error"),
-        ({"httpConnectionFailed": {"httpStatusCode": 503}}, "provider_error", "HTTP 503"),
-        ({"responseStreamConnectionFailed": {"httpStatusCode": 429}}, "rate_limited", "HTTP 429"),
-        ({"responseStreamDisconnected": {"httpStatusCode": None}}, "transport_error", "stream"),
-        ({"httpConnectionFailed": {}}, "transport_error", "connection failed"),
-        ("HttpConnectionFailed", "transport_error", "connection failed"),
+        ("unauthorized", "Your access token could not be refreshed.", "auth"),
+        ("usageLimitExceeded", "You've hit your usage limit.", "quota"),
+        ("serverOverloaded", "Selected model is at capacity.", "overloaded"),
+        ("internalServerError", "We're currently experiencing high demand.", "provider_5xx"),
+        ({"httpConnectionFailed": {"httpStatusCode": 503}}, "upstream failed", "overloaded"),
+        ({"httpConnectionFailed": {"httpStatusCode": 502}}, "upstream failed", "provider_5xx"),
+        ({"httpConnectionFailed": {"httpStatusCode": 401}}, "upstream failed", "auth"),
+        ({"responseStreamConnectionFailed": {"httpStatusCode": 429}}, "it broke", "rate_limited"),
+        ({"responseTooManyFailedAttempts": {"httpStatusCode": 429}}, "retries", "rate_limited"),
+        ({"responseStreamDisconnected": {"httpStatusCode": None}}, "stream", "transport_drop"),
+        ({"httpConnectionFailed": {}}, "it broke", "transport_drop"),
+        ("HttpConnectionFailed", "it broke", "transport_drop"),
+        ("other", "unexpected status 401 Unauthorized: Incorrect API key provided", "auth"),
+        ("other", "exceeded retry limit, last status: 429 Too Many Requests", "rate_limited"),
     ],
 )
-def test_codex_app_server_error_info_is_an_apparatus_fault(
-    info: object, kind: str, detail: str
-) -> None:
-    error = {"message": "it broke", "codexErrorInfo": info}
+def test_codex_app_server_error_info(info: object, message: str, kind: str) -> None:
+    error = {"message": message, "codexErrorInfo": info}
     stdout = rpc(*OPENING, turn_completed("failed", error))
-    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
-    assert reading.fault is not None
-    assert reading.fault.kind == kind
-    assert reading.fault.detail.startswith("it broke (") and detail in reading.fault.detail
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault == Fault(kind=kind, detail=message)  # type: ignore[arg-type]
+    assert reading.final_text == ""
 
 
 @pytest.mark.parametrize(
     "info",
-    ["contextWindowExceeded", "badRequest", {"httpConnectionFailed": {"httpStatusCode": 401}}],
+    [
+        "contextWindowExceeded",
+        "badRequest",
+        "other",
+        {"httpConnectionFailed": {"httpStatusCode": 400}},
+    ],
 )
 def test_codex_app_server_agent_failures_are_not_faults(info: object) -> None:
     error = {"message": "the model gave up", "codexErrorInfo": info}
     stdout = rpc(*OPENING, turn_completed("failed", error))
-    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
     assert reading.fault is None
+    assert reading.own_failure == OwnFailure(kind="agent_error", detail="the model gave up")
+
+
+def test_codex_app_server_quota_waits_for_the_exhausted_window() -> None:
+    limits = {
+        "rateLimits": {
+            "limitId": "codex",
+            "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": NOW + 3600},
+            "secondary": {"usedPercent": 40, "windowDurationMins": 10080, "resetsAt": NOW + 86400},
+        }
+    }
+    error = {"message": "You've hit your usage limit.", "codexErrorInfo": "usageLimitExceeded"}
+    stdout = rpc(
+        *OPENING,
+        {"method": "account/rateLimits/updated", "params": limits},
+        {"method": "error", "params": {"error": error, "willRetry": False}},
+        turn_completed("failed", error),
+    )
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault == Fault(
+        kind="quota", detail="You've hit your usage limit.", retry_after_seconds=3600.0
+    )
+
+
+def test_codex_app_server_usage_and_model() -> None:
+    started = {"id": 2, "result": {"thread": {"id": "thr_1"}, "model": "gpt-5-codex"}}
+    usage = {
+        "threadId": "thr_1",
+        "turnId": "u",
+        "tokenUsage": {
+            "total": {
+                "totalTokens": 28912,
+                "inputTokens": 28794,
+                "cachedInputTokens": 23040,
+                "outputTokens": 118,
+                "reasoningOutputTokens": 64,
+            },
+            "last": {
+                "totalTokens": 14471,
+                "inputTokens": 14466,
+                "cachedInputTokens": 14080,
+                "outputTokens": 5,
+                "reasoningOutputTokens": 0,
+            },
+            "modelContextWindow": 272000,
+        },
+    }
+    command = {
+        "type": "commandExecution",
+        "id": "cmd_1",
+        "command": "ls",
+        "cwd": "/w",
+        "status": "completed",
+        "aggregatedOutput": "README.md\n",
+        "exitCode": 0,
+    }
+    stdout = rpc(
+        OPENING[0],
+        started,
+        OPENING[3],
+        {"method": "item/completed", "params": {"item": command}},
+        {"method": "thread/tokenUsage/updated", "params": usage},
+        agent_item("All good."),
+        turn_completed("completed"),
+    )
+    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.usage == Usage(
+        input_tokens=28794,
+        cached_input_tokens=23040,
+        output_tokens=118,
+        reasoning_tokens=64,
+        turns=1,
+        model="gpt-5-codex",
+        session_id="thr_1",
+    )
+    assert reading.transcript == (
+        Entry(kind="tool_call", name="shell", input={"command": "ls"}, call_id="cmd_1"),
+        Entry(
+            kind="tool_result", name="shell", output="README.md\n", is_error=False, call_id="cmd_1"
+        ),
+        Entry(kind="message", role="assistant", text="All good."),
+    )
 
 
 def test_codex_app_server_refused_request_and_overload() -> None:
     overloaded = {"code": -32001, "message": "Server overloaded; retry later."}
     stdout = rpc(OPENING[0], OPENING[1], {"id": 3, "error": overloaded})
-    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
-    assert reading.fault is not None and reading.fault.kind == "provider_error"
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault == Fault(kind="overloaded", detail="Server overloaded; retry later.")
     invalid = {"code": -32602, "message": "bad sandbox"}
     stdout = rpc(OPENING[0], {"id": 2, "error": invalid})
-    assert AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="").fault is None
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault is None
+    assert reading.own_failure == OwnFailure(kind="agent_error", detail="bad sandbox")
 
 
 def test_codex_app_server_ended_before_the_turn_completed() -> None:
     stdout = rpc(*OPENING, agent_item("half"))
     stderr = "brigade: connection closed: codex app-server exited with status 1 before ...\n"
-    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr=stderr)
-    assert reading.fault is not None and reading.fault.kind == "transport_error"
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr=stderr, now=NOW)
+    assert reading.fault == Fault(
+        kind="transport_drop",
+        detail="connection closed: codex app-server ended before the turn completed",
+    )
     # a non-retried error notice before the end names the cause instead
-    notice = {"error": {"message": "quota", "codexErrorInfo": "usageLimitExceeded"}}
+    notice = {
+        "error": {"message": "You've hit your usage limit.", "codexErrorInfo": "usageLimitExceeded"}
+    }
     stdout = rpc(*OPENING, {"method": "error", "params": notice})
-    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr=stderr)
-    assert reading.fault is not None and reading.fault.kind == "rate_limited"
+    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr=stderr, now=NOW)
+    assert reading.fault == Fault(kind="quota", detail="You've hit your usage limit.")
 
 
 def test_codex_app_server_empty_final_message() -> None:
     stdout = rpc(*OPENING, agent_item(""), turn_completed("completed"))
-    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="")
-    assert reading.fault is not None and reading.fault.kind == "empty_output"
+    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault == Fault(kind="empty_output", detail=EMPTY_DETAIL)
+
+
+EMPTY_DETAIL = "exited 0 without a final message"
 
 
 def test_cursor_read_only_argv(tmp_path: Path) -> None:
@@ -375,7 +494,7 @@ def test_cursor_read_only_argv(tmp_path: Path) -> None:
         "cursor-agent",
         "-p",
         "--output-format",
-        "json",
+        "stream-json",
         "--trust",
         "--mode",
         "ask",
@@ -396,7 +515,7 @@ def test_cursor_writable_argv(tmp_path: Path) -> None:
         "cursor-agent",
         "-p",
         "--output-format",
-        "json",
+        "stream-json",
         "--trust",
         "--force",
         "--model",
@@ -412,18 +531,25 @@ def test_ollama_argv(tmp_path: Path) -> None:
     adapter = OllamaAdapter("llama3.2")
     spec = seat("ollama:llama3.2", model=None, reasoning=None)
     inv = adapter.invocation(request(tmp_path, spec))
-    assert inv.argv == ("ollama", "run", "llama3.2")
+    assert inv.argv == ("ollama", "run", "--verbose", "llama3.2")
     assert inv.stdin_text == PROMPT
     assert inv.read_only_enforcement == "hard"
     writable = adapter.invocation(request(tmp_path, spec, writable=True))
-    assert writable.argv == ("ollama", "run", "llama3.2")
+    assert writable.argv == ("ollama", "run", "--verbose", "llama3.2")
     assert writable.read_only_enforcement == "none"
 
 
 def test_ollama_reasoning_and_model_mismatch(tmp_path: Path) -> None:
     adapter = OllamaAdapter("gpt-oss:20b")
     inv = adapter.invocation(request(tmp_path, seat("ollama:gpt-oss:20b", model="other")))
-    assert inv.argv == ("ollama", "run", "--think=high", "--hidethinking", "gpt-oss:20b")
+    assert inv.argv == (
+        "ollama",
+        "run",
+        "--verbose",
+        "--think=high",
+        "--hidethinking",
+        "gpt-oss:20b",
+    )
     assert inv.settings_not_applied == ("model",)
     same = adapter.invocation(request(tmp_path, seat("ollama:gpt-oss:20b", model="gpt-oss:20b")))
     assert same.settings_not_applied == ()
@@ -515,6 +641,8 @@ def test_aider_argv(tmp_path: Path) -> None:
     assert contains_run(read_only.argv, ("--chat-mode", "ask"))
     assert f"--chat-history-file={run / 'aider.chat.history.md'}" in read_only.argv
     assert read_only.argv[-1] == f"--message={PROMPT}"
+    # aider's console wraps at the terminal width: a wide one keeps answers whole
+    assert read_only.env == {"COLUMNS": "100000"}
     writable = AGENTS["aider"].invocation(request(tmp_path, seat("aider"), writable=True))
     assert "--chat-mode" not in writable.argv
     assert "--no-auto-commits" in writable.argv
@@ -550,7 +678,7 @@ def test_gemini_and_qwen_argv(tmp_path: Path) -> None:
     assert read_only.argv == (
         "gemini",
         "--output-format",
-        "json",
+        "stream-json",
         "--approval-mode",
         "default",
         "--model",
@@ -585,7 +713,8 @@ def test_copilot_argv(tmp_path: Path) -> None:
     read_only = AGENTS["copilot"].invocation(request(tmp_path, seat("copilot")))
     assert read_only.argv == (
         "copilot",
-        "-s",
+        "--output-format",
+        "json",
         "--allow-all-tools",
         "--deny-tool=write",
         "--deny-tool=shell",
@@ -595,14 +724,15 @@ def test_copilot_argv(tmp_path: Path) -> None:
     writable = AGENTS["copilot"].invocation(request(tmp_path, seat("copilot"), writable=True))
     assert writable.argv == (
         "copilot",
-        "-s",
+        "--output-format",
+        "json",
         "--allow-all-tools",
         "--model=m",
         "--reasoning-effort=high",
     )
 
 
-# ---------------------------------------------------------------- output samples
+# ---------------------------------------------------------------- reading: every adapter x case
 
 
 def adapter_named(name: str) -> Adapter:
@@ -611,166 +741,1241 @@ def adapter_named(name: str) -> Adapter:
 
 def read(name: str, case: str) -> Reading:
     exit_code, stdout, stderr = SAMPLES[name][case]
-    return adapter_named(name).read(exit_code=exit_code, stdout=stdout, stderr=stderr)
+    return adapter_named(name).read(exit_code=exit_code, stdout=stdout, stderr=stderr, now=NOW)
 
 
 ALL = [*BUILT_IN, "ollama"]
+EMPTY = "exited 0 without a final message"
 
 
-def test_every_adapter_has_samples() -> None:
+def fault_of(kind: str, detail: str, wait: float | None = None) -> Fault:
+    return Fault(kind=kind, detail=one_line(detail), retry_after_seconds=wait)  # type: ignore[arg-type]
+
+
+def own(kind: str, detail: str) -> OwnFailure:
+    return OwnFailure(kind=kind, detail=one_line(detail))  # type: ignore[arg-type]
+
+
+def message_of_sample(stdout: str) -> str:
+    """The error message of a gemini/qwen sample's terminal result."""
+    for value in (
+        json.loads(stdout) if stdout.startswith("[") else map(json.loads, stdout.splitlines())
+    ):
+        if value.get("type") == "result":
+            return str(value.get("error", {}).get("message") or value.get("result"))
+    raise AssertionError("no result")
+
+
+def local_midnight(year: int, month: int, day: int) -> float:
+    from datetime import datetime
+
+    zone = datetime.fromtimestamp(NOW).astimezone().tzinfo
+    return datetime(year, month, day, tzinfo=zone).timestamp()
+
+
+# (answer, fault, own failure) per adapter and case; details are the CLI's own words
+OK = (out.ANSWER, None, None)
+ECHO = (out.ECHO_ANSWER, None, None)
+PLAIN = ("", None, None)
+EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
+    "claude": {
+        "success": OK,
+        "auth": ("", fault_of("auth", "Not logged in · Please run /login"), None),
+        "quota": (
+            "",
+            fault_of(
+                "quota",
+                "You've hit your session limit · resets 3:43am (UTC)",
+                out.CLAUDE_RESETS_AT - NOW,
+            ),
+            None,
+        ),
+        "rate": (
+            "",
+            fault_of(
+                "rate_limited",
+                "API Error: Server is temporarily limiting requests (not your usage limit) · "
+                "Number of request tokens has exceeded your per-minute rate limit",
+            ),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of(
+                "overloaded",
+                "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try "
+                "again in a moment. If it persists, check your inference gateway (127.0.0.1:5421).",
+            ),
+            None,
+        ),
+        "5xx": ("", fault_of("provider_5xx", "API Error: 500 Internal server error"), None),
+        "drop": ("", fault_of("transport_drop", "API Error: Connection error."), None),
+        "maxturns": ("", None, own("turn_limit", "Reached maximum number of turns (1)")),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": ("", None, own("agent_error", "No conversation found with session ID: 4f1c9b2e")),
+    },
+    "codex": {
+        "success": OK,
+        "turns": OK,
+        "auth": ("", fault_of("auth", out.CODEX_AUTH), None),
+        # the reset time in the message (Apr 28th, 2026) is past at NOW
+        "quota": ("", fault_of("quota", out.CODEX_QUOTA), None),
+        "rate": (
+            "",
+            fault_of(
+                "rate_limited",
+                "exceeded retry limit, last status: 429 Too Many Requests, "
+                "request id: 8c2f0a7e-1b3d-4e5f-9a6b-7c8d9e0f1a2b",
+            ),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of("overloaded", "Selected model is at capacity. Please try a different model."),
+            None,
+        ),
+        "5xx": (
+            "",
+            fault_of(
+                "provider_5xx",
+                "We're currently experiencing high demand, which may cause temporary errors.",
+            ),
+            None,
+        ),
+        "drop": (
+            "",
+            fault_of(
+                "transport_drop",
+                "stream disconnected before completion: error sending request for url "
+                "(https://chatgpt.com/backend-api/codex/responses)",
+            ),
+            None,
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": (
+            "",
+            None,
+            own(
+                "agent_error",
+                "Codex ran out of room in the model's context window. Start a new thread or "
+                "clear earlier history before retrying.",
+            ),
+        ),
+    },
+    "cursor": {
+        "success": OK,
+        "auth": (
+            "",
+            fault_of(
+                "auth",
+                "Error: Authentication required. Please run 'agent login' first, or set "
+                "CURSOR_API_KEY environment variable.",
+            ),
+            None,
+        ),
+        "quota": (
+            "",
+            fault_of(
+                "quota", "Error: You've hit your usage limit", local_midnight(2026, 11, 17) - NOW
+            ),
+            None,
+        ),
+        "rate": (
+            "",
+            fault_of(
+                "rate_limited",
+                "Error: You've hit your rate limit on this model. Please try again later.",
+            ),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of(
+                "overloaded", "Error: [unavailable] The model is overloaded. Please try again."
+            ),
+            None,
+        ),
+        "5xx": ("", fault_of("provider_5xx", "Error: [internal] Internal server error"), None),
+        "drop": (
+            "",
+            fault_of("transport_drop", "Error: ConnectError: [aborted] read ECONNRESET"),
+            None,
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": PLAIN,
+    },
+    "gemini": {
+        "success": OK,
+        "auth": ("", fault_of("auth", out.GEMINI["auth"][2]), None),
+        "quota": ("", fault_of("quota", message_of_sample(out.GEMINI["quota"][1])), None),
+        "rate": (
+            "",
+            fault_of("rate_limited", message_of_sample(out.GEMINI["rate"][1]), 34.0),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of("overloaded", "[API Error: The model is overloaded. Please try again later.]"),
+            None,
+        ),
+        "5xx": ("", fault_of("provider_5xx", "[API Error: Internal error encountered.]"), None),
+        "drop": (
+            "",
+            fault_of(
+                "transport_drop", "[API Error: exception TypeError: fetch failed sending request]"
+            ),
+            None,
+        ),
+        "maxturns": (
+            "",
+            None,
+            own("turn_limit", message_of_sample(out.GEMINI["maxturns"][1])),
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": (
+            "",
+            None,
+            own("agent_error", "Exiting due to an error processing the @ command."),
+        ),
+    },
+    "qwen": {
+        "success": OK,
+        "auth": (
+            "",
+            fault_of("auth", "[API Error: 401 Incorrect API key provided: sk-abc***xyz.]"),
+            None,
+        ),
+        "quota": ("", fault_of("quota", message_of_sample(out.QWEN["quota"][1])), None),
+        "rate": (
+            "",
+            fault_of("rate_limited", message_of_sample(out.QWEN["rate"][1]), 20.0),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of("overloaded", message_of_sample(out.QWEN["overloaded"][1])),
+            None,
+        ),
+        "5xx": ("", fault_of("provider_5xx", message_of_sample(out.QWEN["5xx"][1])), None),
+        "drop": ("", fault_of("transport_drop", "[API Error: Connection error.]"), None),
+        "maxturns": (
+            "",
+            None,
+            own(
+                "turn_limit",
+                "Reached max session turns for this session. Increase the number of turns by "
+                "specifying maxSessionTurns in settings.json.",
+            ),
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": (
+            "",
+            None,
+            own("agent_error", "Tool execution failed: run_shell_command was denied"),
+        ),
+    },
+    "opencode": {
+        "success": OK,
+        "auth": ("", fault_of("auth", "ProviderAuthError: invalid x-api-key"), None),
+        "quota": ("", fault_of("quota", "APIError: Monthly usage limit reached"), None),
+        "rate": ("", fault_of("rate_limited", "APIError: Rate limit exceeded", 30.0), None),
+        "overloaded": ("", fault_of("overloaded", "APIError: Overloaded"), None),
+        "5xx": ("", fault_of("provider_5xx", "APIError: Internal server error"), None),
+        "drop": (
+            "",
+            fault_of(
+                "transport_drop",
+                "provider.transport: ECONNRESET: The socket connection was closed unexpectedly",
+            ),
+            None,
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": PLAIN,
+    },
+    "aider": {
+        "success": OK,
+        "auth": (
+            "",
+            fault_of(
+                "auth",
+                "litellm.AuthenticationError: AuthenticationError: OpenrouterException - "
+                '{"error":{"message":"No auth credentials found","code":401}}',
+            ),
+            None,
+        ),
+        "quota": (
+            "",
+            fault_of(
+                "quota",
+                "litellm.APIError: APIError: OpenrouterException - "
+                '{"error":{"message":"Insufficient '
+                'credits. Add more using https://openrouter.ai/settings/credits","code":402}}',
+            ),
+            None,
+        ),
+        "rate": (
+            "",
+            fault_of(
+                "rate_limited",
+                "litellm.RateLimitError: RateLimitError: AnthropicException - rate limit exceeded",
+            ),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of(
+                "overloaded",
+                'litellm.InternalServerError: AnthropicException - {"type":"error","error":'
+                '{"type":"overloaded_error","message":"Overloaded"}}',
+            ),
+            None,
+        ),
+        "5xx": (
+            "",
+            fault_of(
+                "provider_5xx",
+                "litellm.InternalServerError: OpenAIException - 500 Internal Server Error",
+            ),
+            None,
+        ),
+        "drop": (
+            "",
+            fault_of(
+                "transport_drop",
+                "litellm.APIConnectionError: APIConnectionError: OpenAIException - "
+                "Connection error.",
+            ),
+            None,
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": PLAIN,
+    },
+    "goose": {
+        "success": OK,
+        "auth": (
+            "",
+            fault_of(
+                "auth",
+                "Authentication error: Authentication failed. Status: 401 Unauthorized. "
+                "Response: invalid x-api-key",
+            ),
+            None,
+        ),
+        "quota": (
+            "",
+            fault_of("quota", "Credits exhausted: Your credit balance is too low."),
+            None,
+        ),
+        "rate": (
+            "",
+            fault_of(
+                "rate_limited",
+                "Rate limit exceeded: Rate limit exceeded. Please retry after 12 seconds",
+                12.0,
+            ),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of(
+                "overloaded", "Server error: Server error (529 <unknown status code>): Overloaded"
+            ),
+            None,
+        ),
+        "5xx": (
+            "",
+            fault_of(
+                "provider_5xx",
+                "Server error: Server error (500 Internal Server Error): Internal server error",
+            ),
+            None,
+        ),
+        "drop": (
+            "",
+            fault_of(
+                "transport_drop",
+                "Network error: Could not connect to api.anthropic.com — check your network "
+                "connection and try again.",
+            ),
+            None,
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": PLAIN,
+    },
+    "copilot": {
+        "success": OK,
+        "auth": ("", fault_of("auth", "Error: No authentication information found."), None),
+        "quota": ("", fault_of("quota", "You have no quota"), None),
+        "rate": (
+            "",
+            fault_of(
+                "rate_limited",
+                "Sorry, you've hit a rate limit that restricts the number of requests. Please "
+                "try again in 30 seconds.",
+                30.0,
+            ),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of("overloaded", "503 Service Unavailable: the model is overloaded"),
+            None,
+        ),
+        "5xx": ("", fault_of("provider_5xx", "500 Internal Server Error"), None),
+        "drop": ("", fault_of("transport_drop", "stream disconnected"), None),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": PLAIN,
+    },
+    "ollama": {
+        "success": OK,
+        "auth": (
+            "",
+            fault_of("auth", "You need to be signed in to Ollama to run Cloud models."),
+            None,
+        ),
+        "rate": (
+            "",
+            fault_of(
+                "rate_limited",
+                "Error: 429 Too Many Requests: rate limit exceeded, please retry in 30s",
+                30.0,
+            ),
+            None,
+        ),
+        "overloaded": (
+            "",
+            fault_of(
+                "overloaded",
+                "Error: 503 Service Unavailable: server overloaded, please try again later",
+            ),
+            None,
+        ),
+        "5xx": (
+            "",
+            fault_of(
+                "provider_5xx",
+                "Error: 500 Internal Server Error: llama runner process has terminated: exit "
+                "status 2",
+            ),
+            None,
+        ),
+        "drop": (
+            "",
+            fault_of(
+                "transport_drop",
+                "Error: could not connect to ollama server, run 'ollama serve' to start it",
+            ),
+            None,
+        ),
+        "echo": ECHO,
+        "empty": ("", fault_of("empty_output", EMPTY), None),
+        "plain": PLAIN,
+    },
+}
+CASES = [(name, case) for name in ALL for case in SAMPLES[name]]
+
+
+def test_every_adapter_has_samples_and_expectations() -> None:
     assert set(SAMPLES) == set(ALL)
+    for name in ALL:
+        assert set(EXPECTED[name]) == set(SAMPLES[name]), name
+        # every fault kind an adapter can meet has a sample
+        kinds = {fault.kind for _, fault, _ in EXPECTED[name].values() if fault}
+        expected_kinds = {
+            "auth",
+            "rate_limited",
+            "overloaded",
+            "provider_5xx",
+            "transport_drop",
+            "empty_output",
+        }
+        if name != "ollama":  # no usage limit of ollama's has been captured
+            expected_kinds.add("quota")
+        assert kinds == expected_kinds, name
+
+
+@pytest.mark.parametrize(("name", "case"), CASES)
+def test_reading(name: str, case: str) -> None:
+    reading = read(name, case)
+    answer, fault, own_failure = EXPECTED[name][case]
+    assert (reading.final_text, reading.fault, reading.own_failure) == (
+        answer,
+        fault,
+        own_failure,
+    )
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_read_success(name: str) -> None:
-    reading = read(name, "success")
-    assert reading.final_text == "All good."
+def test_answers_about_faults_are_answers(name: str) -> None:
+    # the answer (and the prompt, which adapters never read) talks about 429 and 401
+    reading = read(name, "echo")
+    assert reading.fault is None
+    assert reading.own_failure is None
+    assert reading.final_text == out.ECHO_ANSWER
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_killed_process_gets_no_guessed_fault(name: str) -> None:
+    _, stdout, stderr = SAMPLES[name]["rate"]
+    reading = adapter_named(name).read(exit_code=None, stdout="", stderr=stderr, now=NOW)
     assert reading.fault is None
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_read_empty_message_is_empty_output(name: str) -> None:
-    reading = read(name, "empty")
-    assert reading.fault is not None
-    assert reading.fault.kind == "empty_output"
-    assert reading.fault.detail and "\n" not in reading.fault.detail
+# ---------------------------------------------------------------- usage per adapter
+
+
+USAGE: dict[str, Usage | None] = {
+    "claude": Usage(
+        input_tokens=20839,
+        cached_input_tokens=0,
+        cache_write_tokens=20333,
+        output_tokens=15,
+        turns=2,
+        cost_usd=0.122623,
+        cost_source="reported",
+        model="claude-sonnet-4-6",
+        models=(
+            ModelUsage(
+                model="claude-haiku-4-5-20251001",
+                input_tokens=504,
+                cached_input_tokens=0,
+                cache_write_tokens=0,
+                output_tokens=11,
+                cost_usd=0.000559,
+            ),
+            ModelUsage(
+                model="claude-sonnet-4-6",
+                input_tokens=20335,
+                cached_input_tokens=0,
+                cache_write_tokens=20333,
+                output_tokens=4,
+                cost_usd=0.12206399999999999,
+            ),
+        ),
+        session_id=out.CLAUDE_SESSION,
+        api_duration_seconds=3.091,
+    ),
+    "codex": Usage(
+        input_tokens=52580,
+        cached_input_tokens=24832,
+        cache_write_tokens=0,
+        output_tokens=417,
+        reasoning_tokens=128,
+        turns=1,
+        session_id=out.CODEX_THREAD,
+    ),
+    "cursor": Usage(
+        input_tokens=185,
+        cached_input_tokens=80,
+        cache_write_tokens=5,
+        output_tokens=20,
+        model="Claude 4 Sonnet",
+        session_id=out.CURSOR_SESSION,
+        api_duration_seconds=5.234,
+    ),
+    "gemini": Usage(
+        input_tokens=9320,
+        cached_input_tokens=4096,
+        output_tokens=661,
+        model="gemini-2.5-pro",
+        models=(
+            ModelUsage(
+                model="gemini-2.5-pro",
+                input_tokens=8800,
+                cached_input_tokens=4096,
+                output_tokens=650,
+            ),
+            ModelUsage(
+                model="gemini-2.5-flash-lite",
+                input_tokens=520,
+                cached_input_tokens=0,
+                output_tokens=11,
+            ),
+        ),
+        session_id=out.GEMINI_SESSION,
+    ),
+    "qwen": Usage(
+        input_tokens=16323,
+        cached_input_tokens=6000,
+        output_tokens=166,
+        reasoning_tokens=120,
+        turns=2,
+        model="qwen3-coder-plus",
+        models=(
+            ModelUsage(
+                model="qwen3-coder-plus",
+                input_tokens=16323,
+                cached_input_tokens=6000,
+                output_tokens=166,
+                reasoning_tokens=120,
+            ),
+        ),
+        session_id="s1",
+        api_duration_seconds=4.1,
+    ),
+    "opencode": Usage(
+        input_tokens=16564,
+        cached_input_tokens=16079,
+        cache_write_tokens=128,
+        output_tokens=115,
+        reasoning_tokens=67,
+        turns=2,
+        cost_usd=0.0031 + 0.0012,
+        cost_source="reported",
+        session_id=out.OC_SESSION,
+    ),
+    "aider": Usage(
+        input_tokens=12000,
+        cached_input_tokens=2400,
+        cache_write_tokens=1200,
+        output_tokens=345,
+        turns=1,
+        cost_usd=0.05,
+        cost_source="reported",
+        model="anthropic/claude-sonnet-4-20250514",
+    ),
+    "goose": Usage(
+        input_tokens=5257,
+        cached_input_tokens=4352,
+        cache_write_tokens=0,
+        output_tokens=100,
+        cost_usd=0.0184,
+        cost_source="reported",
+        model="claude-sonnet-4-5",
+    ),
+    "copilot": Usage(
+        output_tokens=53,
+        turns=2,
+        model="claude-sonnet-4.6",
+        session_id=out.COPILOT_SESSION,
+        api_duration_seconds=2.833,
+    ),
+    "ollama": Usage(input_tokens=12, output_tokens=10, model="llama3.2"),
+}
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_read_rate_limit(name: str) -> None:
-    reading = read(name, "rate")
-    assert reading.fault is not None
-    assert reading.fault.kind == "rate_limited"
-    assert reading.fault.detail and "\n" not in reading.fault.detail
+def test_usage_of_a_successful_run(name: str) -> None:
+    assert read(name, "success").usage == USAGE[name]
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_read_provider_5xx(name: str) -> None:
-    reading = read(name, "5xx")
-    assert reading.fault is not None
-    assert reading.fault.kind == "provider_error"
-    assert "\n" not in reading.fault.detail
+def test_codex_usage_is_the_threads_running_total() -> None:
+    # two turns: turn.completed holds the thread's total so far, so the last one is the run's
+    reading = read("codex", "turns")
+    assert reading.usage == Usage(
+        input_tokens=85681,
+        cached_input_tokens=16384,
+        cache_write_tokens=0,
+        output_tokens=530,
+        reasoning_tokens=192,
+        turns=2,
+        session_id=out.CODEX_THREAD,
+    )
+    assert reading.final_text == out.ANSWER
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_read_plain_nonzero_exit_is_the_agents_own_failure(name: str) -> None:
-    assert read(name, "plain").fault is None
-
-
-# ---------------------------------------------------------------- reading details
-
-
-def test_codex_keeps_the_last_agent_message_and_ignores_recovered_reconnects() -> None:
+def test_codex_rerouted_model_is_the_model_that_answered() -> None:
     stdout = jsonl(
         {"type": "thread.started", "thread_id": "t"},
         {"type": "turn.started"},
-        {"type": "item.completed", "item": {"id": "a", "type": "agent_message", "text": "first"}},
-        {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"},
-        {"type": "item.completed", "item": {"id": "b", "type": "reasoning", "text": "hmm"}},
-        {"type": "item.completed", "item": {"id": "c", "type": "agent_message", "text": "final"}},
-        {"type": "turn.completed", "usage": {}},
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_0",
+                "type": "error",
+                "message": "model rerouted: gpt-5-codex -> gpt-5-codex-mini (HighRisk)",
+            },
+        },
+        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "ok"}},
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 2},
+        },
     )
-    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="")
-    assert reading == Reading(final_text="final")
+    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.usage is not None and reading.usage.model == "gpt-5-codex-mini"
+    assert reading.usage.reasoning_tokens is None  # older codex: three fields only
 
 
-def test_codex_dropped_stream_is_a_transport_error() -> None:
-    stdout = codex_events(None, failure="stream disconnected before completion: broken pipe")
-    reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="")
+def test_claude_usage_without_model_usage() -> None:
+    # the max-turns run: result.usage only, thinking tokens reported apart
+    reading = read("claude", "maxturns")
+    assert reading.usage == Usage(
+        input_tokens=10 + 3118 + 16248,
+        cached_input_tokens=16248,
+        cache_write_tokens=3118,
+        output_tokens=532,
+        reasoning_tokens=346,
+        turns=2,
+        cost_usd=0.0115208,
+        cost_source="reported",
+        model="claude-haiku-4-5-20251001",
+        session_id=out.CLAUDE_SESSION,
+        api_duration_seconds=3.091,
+    )
+
+
+def test_a_zero_cost_with_tokens_spent_is_unknown() -> None:
+    stdout = jsonl(
+        {"type": "step_start", "sessionID": "s", "part": {"type": "step-start"}},
+        {"type": "text", "sessionID": "s", "part": {"type": "text", "text": "ok"}},
+        {
+            "type": "step_finish",
+            "sessionID": "s",
+            "part": {
+                "type": "step-finish",
+                "reason": "stop",
+                "tokens": {
+                    "input": 5,
+                    "output": 2,
+                    "reasoning": 0,
+                    "cache": {"read": 0, "write": 0},
+                },
+                "cost": 0,
+            },
+        },
+    )
+    usage = AGENTS["opencode"].read(exit_code=0, stdout=stdout, stderr="", now=NOW).usage
+    assert usage is not None
+    assert (usage.input_tokens, usage.cost_usd, usage.cost_source) == (5, None, "unknown")
+
+
+def test_copilot_usage_per_call_when_reported() -> None:
+    calls = [
+        {
+            "type": "assistant.usage",
+            "data": {
+                "model": "gpt-5.4",
+                "inputTokens": 14677,
+                "outputTokens": 90,
+                "cacheReadTokens": 3584,
+                "cacheWriteTokens": 0,
+                "cost": 1,
+            },
+        },
+        {
+            "type": "assistant.usage",
+            "data": {
+                "model": "gpt-5.4",
+                "inputTokens": 15000,
+                "outputTokens": 10,
+                "cacheReadTokens": 14000,
+            },
+        },
+    ]
+    _, stdout, _ = SAMPLES["copilot"]["success"]
+    lines = stdout.splitlines()
+    stdout = "\n".join([*lines[:-1], *map(json.dumps, calls), lines[-1]]) + "\n"
+    usage = AGENTS["copilot"].read(exit_code=0, stdout=stdout, stderr="", now=NOW).usage
+    assert usage == Usage(
+        input_tokens=29677,
+        cached_input_tokens=17584,
+        cache_write_tokens=0,
+        output_tokens=100,
+        turns=2,
+        model="claude-sonnet-4.6",
+        models=(
+            ModelUsage(
+                model="gpt-5.4",
+                input_tokens=29677,
+                cached_input_tokens=17584,
+                cache_write_tokens=0,
+                output_tokens=100,
+            ),
+        ),
+        session_id=out.COPILOT_SESSION,
+        api_duration_seconds=2.833,
+    )
+
+
+# ---------------------------------------------------------------- transcripts
+
+
+def call(name: str, data: object, call_id: str) -> Entry:
+    return Entry(kind="tool_call", name=name, input=data, call_id=call_id)
+
+
+def result(name: str, output: str, call_id: str, is_error: bool = False) -> Entry:
+    return Entry(kind="tool_result", name=name, output=output, is_error=is_error, call_id=call_id)
+
+
+def said(text: str, role: str = "assistant") -> Entry:
+    return Entry(kind="message", role=role, text=text)
+
+
+def system(text: str) -> Entry:
+    return Entry(kind="system", text=text)
+
+
+TRANSCRIPTS: dict[str, tuple[Entry, ...] | None] = {
+    "claude": (
+        system("model claude-sonnet-4-6"),
+        call("Read", {"file_path": "/work/README.md"}, "toolu_01Mo"),
+        result("Read", "1\t# demo\n", "toolu_01Mo"),
+        said(out.ANSWER),
+    ),
+    "codex": (
+        Entry(kind="reasoning", text="**Checking the repo layout**"),
+        call("shell", {"command": "bash -lc ls"}, "item_1"),
+        result("shell", "README.md\nsrc\n", "item_1"),
+        said(out.ANSWER),
+    ),
+    "cursor": (
+        system("model Claude 4 Sonnet"),
+        said("(prompt)", "user"),
+        call("read", {"path": "README.md"}, "toolu_vrtx_01NnjaR886UcE8whekg2MGJd"),
+        result("read", "# demo\n", "toolu_vrtx_01NnjaR886UcE8whekg2MGJd"),
+        said(out.ANSWER),
+    ),
+    "gemini": (
+        system("model auto-gemini-2.5"),
+        said("(prompt)", "user"),
+        said("I'll look at the files."),
+        call("list_directory", {"dir_path": "."}, "list_directory__abc123"),
+        result("list_directory", "README.md\nsrc", "list_directory__abc123"),
+        said(out.ANSWER),
+    ),
+    "qwen": (
+        system("model qwen3-coder-plus"),
+        call("run_shell_command", {"command": "ls"}, "call_1"),
+        result("run_shell_command", "README.md", "call_1"),
+        said(out.ANSWER),
+    ),
+    "opencode": (
+        said("Looking."),
+        call("bash", {"command": "ls -la"}, "tool-a04824fda33d"),
+        result("bash", "total 15\nREADME.md\n", "tool-a04824fda33d"),
+        said(out.ANSWER),
+    ),
+    "aider": None,
+    "goose": (
+        said("(prompt)", "user"),
+        said("I'll list the files."),
+        call("developer__shell", {"command": "ls"}, "call_1"),
+        result("developer__shell", "README.md\nsrc\n", "call_1"),
+        said(out.ANSWER),
+    ),
+    "copilot": (
+        said("(prompt)", "user"),
+        call("view", {"path": "README.md"}, "c1"),
+        result("view", "# demo", "c1"),
+        said(out.ANSWER),
+    ),
+    "ollama": None,
+}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_transcript_of_a_successful_run(name: str) -> None:
+    assert read(name, "success").transcript == TRANSCRIPTS[name]
+
+
+def test_claude_transcript_of_a_failure_keeps_the_retries_and_the_error() -> None:
+    transcript = read("claude", "overloaded").transcript
+    assert transcript is not None
+    message = EXPECTED["claude"]["overloaded"][1]
+    assert message is not None
+    assert transcript == (
+        system("model claude-sonnet-4-6"),
+        system("API retry 1/2 in 2000 ms after overloaded (529)"),
+        system("API retry 2/2 in 2000 ms after overloaded (529)"),
+        Entry(kind="error", text=message.detail),
+        Entry(kind="error", text=message.detail),
+    )
+
+
+def test_failed_tool_results_are_marked() -> None:
+    stdout = jsonl(
+        {"type": "init", "timestamp": "t", "session_id": "a1", "model": "gemini-2.5-pro"},
+        {
+            "type": "tool_use",
+            "timestamp": "t",
+            "tool_name": "read_file",
+            "tool_id": "read_file__17f",
+            "parameters": {"absolute_path": "/w/foo.txt"},
+        },
+        {
+            "type": "tool_result",
+            "timestamp": "t",
+            "tool_id": "read_file__17f",
+            "status": "error",
+            "error": {"type": "FILE_NOT_FOUND", "message": "File not found: /w/foo.txt"},
+        },
+        {
+            "type": "message",
+            "timestamp": "t",
+            "role": "assistant",
+            "content": "no file",
+            "delta": True,
+        },
+        {"type": "result", "timestamp": "t", "status": "success", "stats": {}},
+    )
+    reading = AGENTS["gemini"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.final_text == "no file"
+    assert reading.transcript is not None
+    assert reading.transcript[2] == result(
+        "read_file", "File not found: /w/foo.txt", "read_file__17f", is_error=True
+    )
+
+
+# ---------------------------------------------------------------- fault details
+
+
+def test_claude_invalid_key_and_credit_balance() -> None:
+    invalid = out.claude_failure(
+        "Invalid API key · Please run /login", "authentication_failed", 401
+    )
+    credit = out.claude_failure("Credit balance is too low", "billing_error", 400)
+    claude = AGENTS["claude"]
+    assert claude.read(exit_code=1, stdout=invalid, stderr="", now=NOW).fault == Fault(
+        kind="auth", detail="Invalid API key · Please run /login"
+    )
+    assert claude.read(exit_code=1, stdout=credit, stderr="", now=NOW).fault == Fault(
+        kind="quota", detail="Credit balance is too low"
+    )
+
+
+def test_claude_json_mode_output_is_read_too() -> None:
+    # `--output-format json` prints the result object alone (or, verbose, an array)
+    result_doc = out.claude_result("hi", num_turns=1)
+    for stdout in (json.dumps(result_doc), json.dumps([out.claude_init(), result_doc])):
+        reading = AGENTS["claude"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+        assert (reading.final_text, reading.fault) == ("hi", None)
+
+
+def test_claude_error_text_is_never_the_answer() -> None:
+    for case in ("auth", "quota", "rate", "maxturns", "plain"):
+        assert read("claude", case).final_text == ""
+
+
+def test_claude_usage_limit_with_an_epoch_and_a_wall_clock_reset() -> None:
+    # older wording: the reset time after a bar, in epoch seconds
+    stdout = jsonl(
+        out.claude_result(
+            f"Claude AI usage limit reached|{int(NOW) + 7200}", is_error=True, api_error_status=429
+        )
+    )
+    reading = AGENTS["claude"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
     assert reading.fault is not None
-    assert reading.fault.kind == "transport_error"
+    assert (reading.fault.kind, reading.fault.retry_after_seconds) == ("quota", 7200.0)
+
+
+def test_claude_without_a_result_reads_stderr() -> None:
+    stderr = "Error: When using --print, --output-format=stream-json requires --verbose\n"
+    reading = AGENTS["claude"].read(exit_code=1, stdout="", stderr=stderr, now=NOW)
+    assert reading == Reading("")
+    stderr = "API Error: Unable to connect to API (ECONNRESET)\n"
+    reading = AGENTS["claude"].read(
+        exit_code=1, stdout=out.jsonl(out.claude_init()), stderr=stderr, now=NOW
+    )
+    assert reading.fault == Fault(kind="transport_drop", detail=stderr.strip())
+
+
+def test_qwen_after_its_error_fix() -> None:
+    stdout = json.dumps(
+        [
+            *out.qwen_messages("", usage=False),
+            out.qwen_result(
+                "",
+                subtype="error_during_execution",
+                is_error=True,
+                error={"message": "Incorrect API key provided"},
+            ),
+        ]
+    )
+    stderr = json.dumps(
+        {"error": {"type": "Error", "message": "Incorrect API key provided", "code": 401}}
+    )
+    reading = AGENTS["qwen"].read(exit_code=1, stdout=stdout, stderr=stderr, now=NOW)
+    assert reading.fault == Fault(kind="auth", detail="Incorrect API key provided")
+
+
+def test_qwen_answer_that_quotes_an_api_error_in_a_longer_text_is_an_answer() -> None:
+    text = "The log said: [API Error: 429 Too Many Requests] so I added a retry."
+    stdout = out.qwen_answer(text)
+    reading = AGENTS["qwen"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert (reading.final_text, reading.fault) == (text, None)
+
+
+def test_gemini_json_output_of_an_older_setup() -> None:
+    stdout = "Loaded cached credentials.\n" + json.dumps({"response": "All good."}, indent=2)
+    reading = AGENTS["gemini"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading == Reading("All good.")
+    stdout = json.dumps(
+        {"response": "", "error": {"type": "Error", "message": "Quota exceeded", "code": 429}}
+    )
+    reading = AGENTS["gemini"].read(exit_code=173, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault == Fault(kind="rate_limited", detail="Quota exceeded")
+
+
+def test_gemini_untrusted_folder() -> None:
+    stderr = "Gemini CLI is not running in a trusted directory. To proceed, trust it.\n"
+    reading = AGENTS["gemini"].read(exit_code=55, stdout="", stderr=stderr, now=NOW)
+    assert reading.fault == Fault(kind="workspace_untrusted", detail=stderr.strip())
+
+
+def test_aider_reply_after_a_retried_error() -> None:
+    stdout = (
+        out.AIDER_BANNER
+        + "litellm.RateLimitError: RateLimitError: AnthropicException - rate limit exceeded\n"
+        + "The API provider has rate limited you. Try again later or check your quotas.\n"
+        + "Retrying in 0.2 seconds...\n"
+        + "All good.\n\n"
+        + "Tokens: 2.4k sent, 4 received. Cost: $0.0073 message, $0.0073 session.\n"
+    )
+    reading = AGENTS["aider"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert (reading.final_text, reading.fault) == ("All good.", None)
+    assert reading.usage == Usage(
+        input_tokens=2400,
+        output_tokens=4,
+        turns=1,
+        cost_usd=0.0073,
+        cost_source="reported",
+        model="anthropic/claude-sonnet-4-20250514",
+    )
+
+
+def test_aider_reply_lines_that_look_like_usage_inside_the_answer() -> None:
+    answer = "Use `Tokens: 12k sent` as the header.\nDone."
+    stdout = out.AIDER_BANNER + answer + "\n\nTokens: 1.2k sent, 40 received.\n"
+    reading = AGENTS["aider"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.final_text == answer
+
+
+def test_goose_typed_error_in_an_earlier_message_is_history() -> None:
+    stdout = out.goose_output(
+        out.goose_message(
+            "assistant", {"type": "error", "kind": "authentication", "message": "expired"}
+        ),
+        out.goose_message("assistant", {"type": "text", "text": "All good."}),
+    )
+    reading = AGENTS["goose"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert (reading.final_text, reading.fault) == ("All good.", None)
+
+
+def test_goose_answer_that_merely_mentions_the_error_template_is_an_answer() -> None:
+    text = "Ran into this error: none. The tests pass."
+    stdout = out.goose_output(out.goose_message("assistant", {"type": "text", "text": text}))
+    reading = AGENTS["goose"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert (reading.final_text, reading.fault) == (text, None)
+
+
+def test_opencode_error_retried_away_is_not_a_fault() -> None:
+    _, stdout, _ = SAMPLES["opencode"]["success"]
+    error = {"type": "error", "sessionID": "s", "error": out.oc_api_error("Overloaded", 529, True)}
+    stdout = json.dumps(error) + "\n" + stdout
+    reading = AGENTS["opencode"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    assert (reading.final_text, reading.fault) == (out.ANSWER, None)
+
+
+def test_copilot_weekly_limit_is_a_quota() -> None:
+    stdout = out.copilot_error(
+        {
+            "errorType": "rate_limit",
+            "message": "You've reached your weekly rate limit.",
+            "errorCode": "user_weekly_rate_limited",
+        }
+    )
+    reading = AGENTS["copilot"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault == Fault(kind="quota", detail="You've reached your weekly rate limit.")
 
 
 def test_codex_untrusted_directory() -> None:
     stderr = "Not inside a trusted directory and --skip-git-repo-check was not specified.\n"
-    reading = AGENTS["codex"].read(exit_code=1, stdout="", stderr=stderr)
-    assert reading.fault is not None
-    assert reading.fault.kind == "workspace_untrusted"
-    assert reading.fault.detail == stderr.strip()
+    reading = AGENTS["codex"].read(exit_code=1, stdout="", stderr=stderr, now=NOW)
+    assert reading.fault == Fault(kind="workspace_untrusted", detail=stderr.strip())
 
 
 def test_cursor_workspace_trust_refusal() -> None:
-    reading = AGENTS["cursor"].read(
-        exit_code=1, stdout="", stderr="Workspace Trust Required: run with --trust\n"
-    )
-    assert reading.fault is not None
-    assert reading.fault.kind == "workspace_untrusted"
+    stderr = "Workspace Trust Required: run with --trust\n"
+    reading = AGENTS["cursor"].read(exit_code=1, stdout="", stderr=stderr, now=NOW)
+    assert reading.fault == Fault(kind="workspace_untrusted", detail=stderr.strip())
 
 
-def test_claude_usage_limit_printed_as_plain_text() -> None:
-    reading = AGENTS["claude"].read(
-        exit_code=1, stdout="", stderr="You've hit your limit · resets 1pm (Europe/Lisbon)\n"
-    )
-    assert reading.fault is not None
-    assert reading.fault.kind == "rate_limited"
-
-
-def test_claude_unrecognised_error_result_is_not_a_fault() -> None:
-    stdout = claude_result(
-        "Tool permission denied", is_error=True, subtype="error_during_execution"
-    )
-    reading = AGENTS["claude"].read(exit_code=1, stdout=stdout, stderr="")
-    assert reading == Reading(final_text="Tool permission denied")
-
-
-def test_plain_text_answer_mentioning_rate_limits_is_not_a_fault() -> None:
-    answer = "I added a 429 response when the rate limit is hit.\n"
-    for name in ("aider", "copilot", "ollama"):
-        reading = adapter_named(name).read(exit_code=0, stdout=answer, stderr="")
-        assert reading.fault is None
-        reading = adapter_named(name).read(exit_code=1, stdout=answer, stderr="")
-        assert reading.fault is None
+def test_plain_text_answer_mentioning_faults_is_not_a_fault() -> None:
+    answer = "I added a 429 response when the rate limit is hit; 401 means invalid API key.\n"
+    for name in ("aider", "ollama"):
+        for code in (0, 1):
+            reading = adapter_named(name).read(exit_code=code, stdout=answer, stderr="", now=NOW)
+            assert reading.fault is None, (name, code)
 
 
 def test_empty_output_prefers_a_recognised_stderr_cause() -> None:
-    reading = AGENTS["copilot"].read(
-        exit_code=0, stdout="", stderr="request failed: connection reset by peer\n"
-    )
-    assert reading.fault is not None
-    assert reading.fault.kind == "transport_error"
-
-
-def test_killed_process_gets_no_guessed_fault() -> None:
-    reading = AGENTS["copilot"].read(exit_code=None, stdout="", stderr="rate limit\n")
-    assert reading == Reading(final_text="")
-
-
-def test_ollama_server_not_running_is_a_transport_error() -> None:
     reading = OllamaAdapter("llama3.2").read(
-        exit_code=1, stdout="", stderr="Error: could not connect to ollama app, is it running?\n"
+        exit_code=0, stdout="", stderr="Error: connection reset by peer\n", now=NOW
     )
-    assert reading.fault is not None
-    assert reading.fault.kind == "transport_error"
-
-
-def test_gemini_json_after_a_notice_line() -> None:
-    stdout = "Loaded cached credentials.\n" + json.dumps({"response": "All good."}, indent=2)
-    reading = AGENTS["gemini"].read(exit_code=0, stdout=stdout, stderr="")
-    assert reading == Reading(final_text="All good.")
+    assert reading.fault == Fault(kind="transport_drop", detail="Error: connection reset by peer")
 
 
 def test_unparseable_json_output_falls_back_to_plain_text() -> None:
-    for name in ("claude", "codex", "cursor", "gemini", "opencode", "goose", "qwen"):
-        reading = AGENTS[name].read(exit_code=0, stdout="just text\n", stderr="")
-        assert reading == Reading(final_text="just text")
+    for name in ("claude", "codex", "cursor", "gemini", "opencode", "goose", "qwen", "copilot"):
+        reading = AGENTS[name].read(exit_code=0, stdout="just text\n", stderr="", now=NOW)
+        assert reading == Reading(final_text="just text"), name
+
+
+# ---------------------------------------------------------------- exec
+
+
+def exec_read(code: int, stderr: str, files: dict[str, str] | None = None) -> Reading:
+    return ExecAdapter("true").read(
+        exit_code=code, stdout="out", stderr=stderr, files=files, now=NOW
+    )
+
+
+def test_exec_invocation_names_a_usage_file(tmp_path: Path) -> None:
+    inv = ExecAdapter("{python} agent.py").invocation(request(tmp_path, seat("exec:x")))
+    assert inv.env == {"BRIGADE_USAGE_FILE": str(tmp_path / "run" / "usage.json")}
+    assert inv.output_files == ("usage.json",)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "provider answered 503 Service Unavailable",
+            Fault("overloaded", "provider answered 503 Service Unavailable"),
+        ),
+        ("socket closed", Fault("transport_drop", "socket closed")),
+        ("quota: out of credits for today", Fault("quota", "out of credits for today")),
+        (
+            "rate_limited: slow down, retry after 20s",
+            Fault("rate_limited", "slow down, retry after 20s", 20.0),
+        ),
+        ("nonsense: the kind is not one", Fault("transport_drop", "nonsense: the kind is not one")),
+    ],
+)
+def test_exec_tempfail_kind(line: str, expected: Fault) -> None:
+    assert exec_read(75, f"warming up\n{line}\n").fault == expected
+
+
+def test_exec_other_exits_are_the_agents_own() -> None:
+    assert exec_read(1, "rate limit exceeded\n") == Reading("out")
+
+
+def test_exec_usage_file() -> None:
+    doc = {"input_tokens": 100, "output_tokens": 7, "cost_usd": 0.01, "model": "local-7b"}
+    reading = exec_read(0, "", {"usage.json": json.dumps(doc)})
+    assert reading.usage == Usage(
+        input_tokens=100, output_tokens=7, cost_usd=0.01, cost_source="reported", model="local-7b"
+    )
+    assert reading.notes == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "note"),
+    [
+        (
+            '{"input_tokens": -1}',
+            "usage ignored: usage.json.input_tokens: must be a whole number of 0 or more, or null",
+        ),
+        (
+            '{"tokens": 3}',
+            "usage ignored: usage.json: unknown key 'tokens' (known: input_tokens, "
+            "cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens, turns, "
+            "cost_usd, cost_source, model, models, session_id, api_duration_seconds)",
+        ),
+        (
+            "not json",
+            "usage ignored: usage.json: not JSON (Expecting value: line 1 column 1 (char 0))",
+        ),
+    ],
+)
+def test_exec_bad_usage_file_is_ignored_with_a_note(text: str, note: str) -> None:
+    reading = exec_read(0, "", {"usage.json": text})
+    assert (reading.final_text, reading.fault, reading.usage, reading.notes) == (
+        "out",
+        None,
+        None,
+        (note,),
+    )
+
+
+# ---------------------------------------------------------------- classification and hints
 
 
 @pytest.mark.parametrize(
     ("message", "kind"),
     [
         ('API Error: 429 {"type":"rate_limit_error"}', "rate_limited"),
-        ("RESOURCE_EXHAUSTED: quota", "rate_limited"),
-        ("API Error: 529 Overloaded", "provider_error"),
-        ("unexpected status 502 Bad Gateway", "provider_error"),
-        ("stream disconnected before completion", "transport_error"),
-        ("fetch failed", "transport_error"),
+        ("RESOURCE_EXHAUSTED: too many requests", "rate_limited"),
+        ("API Error: 529 Overloaded", "overloaded"),
+        ("unexpected status 502 Bad Gateway", "provider_5xx"),
+        ("unexpected status 401 Unauthorized: Incorrect API key provided", "auth"),
+        ("OAuth token has expired. Please obtain a new token", "auth"),
+        ("Your credit balance is too low to access the Anthropic API", "quota"),
+        ("You've hit your usage limit. Try again later.", "quota"),
+        ("5-hour limit reached ∙ resets 3pm", "quota"),
+        ("Quota exceeded. Check your plan and billing details.", "quota"),
+        ("Server is temporarily limiting requests (not your usage limit)", "rate_limited"),
+        ("You've hit your rate limit on this model", "rate_limited"),
+        ("stream disconnected before completion", "transport_drop"),
+        ("fetch failed", "transport_drop"),
         ("Not inside a trusted directory", "workspace_untrusted"),
         ("SyntaxError in generated code", None),
         ("disk quota exceeded", None),
         ("tests: 500 passed", None),
         ("error: 512 files changed", None),
         ("MCP server error: github failed to start", None),
+        ("permission denied: ./build.sh", None),
     ],
 )
 def test_classify_fault(message: str, kind: str | None) -> None:
     assert classify_fault(message) == kind
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "kind"),
+    [
+        (401, "", "auth"),
+        (403, "", "auth"),
+        (402, "", "quota"),
+        (429, "Rate limit reached", "rate_limited"),
+        (429, "You exceeded your current quota", "quota"),
+        (503, "", "overloaded"),
+        (529, "", "overloaded"),
+        (500, "", "provider_5xx"),
+        (408, "", "transport_drop"),
+        (400, "Your credit balance is too low", "quota"),
+        (400, "invalid model name", None),
+        (404, "not found", None),
+        (None, "connection refused", "transport_drop"),
+    ],
+)
+def test_kind_for_status(status: int | None, message: str, kind: str | None) -> None:
+    assert kind_for_status(status, message) == kind
+
+
+def local(year: int, month: int, day: int, hour: int, minute: int) -> float:
+    from datetime import datetime
+
+    zone = datetime.fromtimestamp(NOW).astimezone().tzinfo
+    return datetime(year, month, day, hour, minute, tzinfo=zone).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("text", "wait"),
+    [
+        ("Suggested retry after 34s.", 34.0),
+        ("Please try again in 4 days", 4 * 86400.0),
+        ("rate limited; retry in 1.5 minutes", 90.0),
+        ("Please wait in 250ms", 0.25),
+        ("try again in 250 ms", 0.25),
+        ("resets 3:43am (UTC)", 17 * 3600 + 43 * 60.0),  # NOW is 10:00 UTC: tomorrow's 3:43
+        ("or try again at Oct 8th, 2026 9:15 AM.", local(2026, 10, 8, 9, 15) - NOW),
+        ("Claude AI usage limit reached|1791370800", 3600.0),
+        ("ends on 11/17/2026.", local(2026, 11, 17, 0, 0) - NOW),
+        ("try again at Apr 28th, 2026 10:03 PM.", None),  # already past
+        ("try again later", None),
+    ],
+)
+def test_retry_after(text: str, wait: float | None) -> None:
+    assert retry_after(text, NOW) == (None if wait is None else round(wait, 3))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents import cli_outputs
 from agents.cli_outputs import SAMPLES
 from agents.fake_cli import BINARIES, SCENARIOS, TRUST_REFUSALS, install
 from conftest import Project, alive, git_workspace
@@ -17,9 +18,13 @@ from brigade.adapters import adapter_for
 from brigade.adapters.base import SeatRequest
 from brigade.adapters.common import READ_ONLY_NOTICE
 from brigade.core.specs import SeatSpec
+from brigade.core.taxonomy import fault_reason
 
+# claude as it prints in stream-json mode (the samples of agents/cli_outputs.py)
 FAKE_CLAUDE = """#!{python}
 import json, sys
+sys.path.insert(0, {tests!r})
+from agents import cli_outputs as out
 if sys.argv[1:] == ["--version"]:
     print("9.9.9 (Claude Code)")
     sys.exit(0)
@@ -27,17 +32,15 @@ with open(sys.argv[0] + ".argv", "w") as handle:
     json.dump(sys.argv[1:], handle)
 prompt = sys.stdin.read()
 if "overloaded" in prompt:
-    print(json.dumps({{"type": "result", "subtype": "error_during_execution", "is_error": True,
-                      "result": "API Error: 529 Overloaded"}}))
+    sys.stdout.write(out.CLAUDE["overloaded"][1])
     sys.exit(1)
 if "silent" in prompt:
-    print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": ""}}))
+    sys.stdout.write(out.CLAUDE["empty"][1])
     sys.exit(0)
 if "crash" in prompt:
     print("segfault in agent", file=sys.stderr)
     sys.exit(2)
-print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
-                  "result": "hello from claude", "session_id": "s"}}))
+sys.stdout.write(out.claude_answer("hello from claude"))
 """
 
 FAKE_CODEX = Path(__file__).parent / "agents" / "fake_codex.py"
@@ -48,7 +51,9 @@ def fake_bin(tmp_path: Path) -> Path:
     folder = tmp_path / "bin"
     folder.mkdir()
     claude = folder / "claude"
-    claude.write_text(FAKE_CLAUDE.format(python=sys.executable))
+    claude.write_text(
+        FAKE_CLAUDE.format(python=sys.executable, tests=str(Path(__file__).resolve().parent))
+    )
     codex = folder / "codex"
     codex.write_text(f"#!{sys.executable}\n" + FAKE_CODEX.read_text())
     for path in (claude, codex):
@@ -95,7 +100,8 @@ def test_claude_and_codex_adapters(project: Project, fake_bin: Path) -> None:
     }
     hi = Path(project.receipt("hi:claude:1")["run_dir"])
     assert (hi / "final.txt").read_text() == "hello from claude"
-    assert json.loads((hi / "stdout.log").read_text())["result"] == "hello from claude"
+    events = [json.loads(line) for line in (hi / "stdout.log").read_text().splitlines()]
+    assert events[-1]["type"] == "result" and events[-1]["result"] == "hello from claude"
     run = json.loads((hi / "run.json").read_text())
     assert run["adapter"] == "claude"
     assert run["executable"] == str(fake_bin / "claude")
@@ -105,6 +111,18 @@ def test_claude_and_codex_adapters(project: Project, fake_bin: Path) -> None:
     assert ["--model", "sonnet"] == run["argv"][run["argv"].index("--model") :][:2]
     quiet = json.loads(Path(project.receipt("quiet:claude:1")["run_dir"], "run.json").read_text())
     assert quiet["failure_kind"] == "empty_output"
+    busy = json.loads(Path(project.receipt("busy:claude:1")["run_dir"], "run.json").read_text())
+    assert (busy["failure_kind"], busy["failure_detail"]) == (
+        "overloaded",
+        "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again "
+        "in a moment. If it persists, check your inference gateway (127.0.0.1:5421).",
+    )
+    rate = json.loads(Path(project.receipt("busy:codex:1")["run_dir"], "run.json").read_text())
+    assert (rate["failure_kind"], rate["failure_detail"]) == (
+        "rate_limited",
+        "exceeded retry limit, last status: 429 Too Many Requests, "
+        "request id: 8c2f0a7e-1b3d-4e5f-9a6b-7c8d9e0f1a2b",
+    )
     codex = json.loads(Path(project.receipt("hi:codex:1")["run_dir"], "run.json").read_text())
     assert codex["argv"][-1] == "-" and "read-only" in codex["argv"]
     assert Path(project.receipt("hi:codex:1")["run_dir"], "final.txt").read_text() == (
@@ -171,6 +189,7 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
             {"id": "question", "prompt": "question"},
             {"id": "flaky", "prompt": "flaky"},
             {"id": "usage", "prompt": "usage"},
+            {"id": "auth", "prompt": "auth"},
             {"id": "5xx", "prompt": "5xx"},
             {"id": "overloaded", "prompt": "overloaded"},
             {"id": "drop", "prompt": "drop"},
@@ -190,6 +209,7 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
         "question:codex:1": ("unscored", None),
         "flaky:codex:1": ("unscored", None),
         "usage:codex:1": ("adapter_error", "transport_drop"),
+        "auth:codex:1": ("adapter_error", "transport_drop"),
         "5xx:codex:1": ("adapter_error", "provider_5xx"),
         "overloaded:codex:1": ("adapter_error", "provider_5xx"),
         "drop:codex:1": ("adapter_error", "transport_drop"),
@@ -225,11 +245,26 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
     assert final("echo") == ECHO_PROMPT
     assert final("approve") == "decision=decline"
     assert final("question") == "refused=-32601"
-    usage = json.loads((run_dir("usage") / "run.json").read_text())
-    assert usage["failure_kind"] == "rate_limited"
-    assert "usage limit" in usage["failure_detail"]
-    drop = json.loads((run_dir("drop") / "run.json").read_text())
-    assert drop["failure_kind"] == "transport_error"
+
+    def failure(case: str) -> tuple[str, str]:
+        run_doc = json.loads((run_dir(case) / "run.json").read_text())
+        return run_doc["failure_kind"], run_doc["failure_detail"]
+
+    assert failure("usage") == ("quota", "You've hit your usage limit. Try again later.")
+    assert failure("auth") == (
+        "auth",
+        "Your access token could not be refreshed because your refresh token was revoked. "
+        "Please log out and sign in again.",
+    )
+    assert failure("5xx") == (
+        "overloaded",
+        "exceeded retry limit, last status: 503 Service Unavailable",
+    )
+    assert failure("overloaded") == ("overloaded", "Server overloaded; retry later.")
+    assert failure("drop") == (
+        "transport_drop",
+        "connection closed: codex app-server ended before the turn completed",
+    )
     assert "fake codex: lost the connection" in (run_dir("drop") / "stderr.log").read_text()
     assert json.loads((run_dir("silent") / "run.json").read_text())["failure_kind"] == (
         "empty_output"
@@ -280,6 +315,16 @@ def test_codex_app_server_missing_binary(project: Project, tmp_path: Path) -> No
 # -- every built-in adapter against a fake of its CLI --------------------------------
 
 ALL_CLIS = sorted(BINARIES)
+# run.json's failure_kind per fault case, the same for every CLI that has the case
+FAULTS = {
+    "auth": "auth",
+    "quota": "quota",
+    "rate": "rate_limited",
+    "overloaded": "overloaded",
+    "5xx": "provider_5xx",
+    "drop": "transport_drop",
+    "empty": "empty_output",
+}
 TRICKY = "-starts with a dash\nthen \"double\" and 'single' quotes\n\ttab $HOME `tick` --flag"
 
 
@@ -310,35 +355,49 @@ def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> Non
         "prompt": TRICKY,
         "graders": [{"type": "exact_output", "expected": "All good."}],
     }
+    echo = {
+        "id": "echo",
+        "prompt": cli_outputs.ECHO_PROMPT,
+        "graders": [{"type": "exact_output", "expected": cli_outputs.ECHO_ANSWER}],
+    }
+    cases = [s for s in SCENARIOS if s in SAMPLES[name] and s not in ("echo", "turns")]
     project.write_manifest(
-        [ok, *({"id": s, "prompt": f"SCENARIO:{s}"} for s in SCENARIOS)], seats=("s",)
+        [ok, echo, *({"id": s, "prompt": f"SCENARIO:{s}"} for s in cases)], seats=("s",)
     )
     done = project.doit(PATH=path_with(folder))
     assert done.returncode == 3, done.stderr
-    outcomes = {c: (r["state"], r.get("failure_reason")) for c, r in project.receipts().items()}
-    assert outcomes == {
-        "ok:s:1": ("accepted", None),
-        "rate:s:1": ("adapter_error", "transport_drop"),
-        "5xx:s:1": ("adapter_error", "provider_5xx"),
-        "empty:s:1": ("adapter_error", "transport_drop"),
-        "plain:s:1": ("execution_error", None),
+    receipts = project.receipts()
+
+    def run_doc(case: str) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads(
+            Path(receipts[f"{case}:s:1"]["run_dir"], "run.json").read_text()
+        )
+        return doc
+
+    outcomes = {
+        c.split(":")[0]: (r["state"], run_doc(c.split(":")[0])["failure_kind"])
+        for c, r in receipts.items()
     }
-    kinds = {
-        case: json.loads(Path(project.receipt(f"{case}:s:1")["run_dir"], "run.json").read_text())[
-            "failure_kind"
-        ]
-        for case in SCENARIOS
-    }
-    assert kinds == {
-        "rate": "rate_limited",
-        "5xx": "provider_error",
-        "empty": "empty_output",
-        "plain": "nonzero_exit",
-    }
+    # a prompt and an answer about 429s and 401s are a normal, accepted answer
+    expected = {"ok": ("accepted", None), "echo": ("accepted", None)}
+    expected.update({case: ("adapter_error", FAULTS[case]) for case in cases if case in FAULTS})
+    expected.update(
+        {case: ("execution_error", "nonzero_exit") for case in cases if case not in FAULTS}
+    )
+    assert outcomes == expected
+    for case in cases:
+        receipt, doc = receipts[f"{case}:s:1"], run_doc(case)
+        # the receipt's canonical reason is still read from the fault's words (for now)
+        reason = fault_reason(doc["failure_detail"]) if case in FAULTS else None
+        assert receipt.get("failure_reason") == reason, case
+        # an error report is never taken as the answer
+        assert Path(receipt["run_dir"], "final.txt").read_text() == "", case
     receipt = project.receipt("ok:s:1")
     run_dir = Path(receipt["run_dir"])
     run = json.loads((run_dir / "run.json").read_text())
     [call] = [c for c in calls(folder, name) if "SCENARIO" not in (c["prompt"] or "")]
+    [echoed] = [c for c in calls(folder, name) if "SCENARIO:echo" in (c["prompt"] or "")]
+    assert echoed["prompt"].endswith(cli_outputs.ECHO_PROMPT)
     assert call["prompt"] == (READ_ONLY_NOTICE + TRICKY if name == "goose" else TRICKY)
     assert call["argv"] == run["argv"][1:]
     assert call["cwd"] == str(project.workspace.resolve())

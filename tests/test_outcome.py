@@ -261,3 +261,25 @@ def test_outcome_name() -> None:
     assert outcome_name(3, False) == "measurement_failure"
     assert outcome_name(3, True) == "incomplete"
     assert outcome_name(0, True) == "incomplete"
+
+
+def test_fault_kinds() -> None:
+    from brigade.core.taxonomy import FAULT_KINDS, PERSISTENT_FAULTS, TRANSIENT_FAULTS
+
+    assert FAULT_KINDS == (
+        "rate_limited",
+        "overloaded",
+        "provider_5xx",
+        "auth",
+        "quota",
+        "binary_missing",
+        "transport_drop",
+        "timeout",
+        "workspace_untrusted",
+        "empty_output",
+        "worktree_failed",
+        "cluster_lost",
+    )
+    # waiting cures the transient ones only; a timeout is retried only when asked
+    assert PERSISTENT_FAULTS == {"auth", "quota", "binary_missing"}
+    assert TRANSIENT_FAULTS == {"rate_limited", "overloaded", "provider_5xx", "transport_drop"}

@@ -1,15 +1,78 @@
-"""aider: `aider --message`, no commits, history files kept in the run folder."""
+"""aider: `aider --message`, no commits, history files kept in the run folder.
+
+aider has no structured output: stdout holds its banner, the reply, then a
+`Tokens: ... sent, ... received. Cost: $... message, $... session.` line per
+model call. A provider error is printed as `litellm.<ErrorClass>: <message>`
+(aider exits 0 even then); the class names the fault.
+"""
 
 from __future__ import annotations
 
 import re
 
-from brigade.adapters.base import SeatRequest
+from brigade.adapters.base import OwnFailure, SeatRequest
 from brigade.adapters.common import (
     AgentCli,
     ArgvPlan,
+    CliOutput,
+    Parsed,
+    classify_fault,
+    fault,
+    one_line,
     opt,
 )
+from brigade.core.taxonomy import FaultKind
+from brigade.core.usage import Usage, reported_cost
+
+_TOKENS = re.compile(
+    r"^Tokens: (?P<sent>[\d.]+k?) sent(?:, (?P<write>[\d.]+k?) cache write)?"
+    r"(?:, (?P<hit>[\d.]+k?) cache hit)?, (?P<received>[\d.]+k?) received\."
+    r"(?: Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.)?$"
+)
+_COST = re.compile(r"^Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.$")
+_LITELLM = re.compile(r"^litellm\.(?P<name>\w+):\s*(?P<message>.*)$")
+_MODEL = re.compile(r"^(?:Main model|Model): (?P<model>\S+) with ")
+# what aider prints around a failed model call (never the model's words)
+_NOTICES = re.compile(
+    r"^(?:litellm\.\w+:|Retrying in [\d.]+ seconds\.\.\.$|Empty response received from LLM"
+    r"|The API provider |Insufficient credits with the API provider)"
+)
+
+# litellm's exception classes, as aider prints them, and the fault each is
+_LITELLM_KINDS: dict[str, FaultKind | None] = {
+    "AuthenticationError": "auth",
+    "PermissionDeniedError": "auth",
+    "RateLimitError": "rate_limited",
+    "ServiceUnavailableError": "overloaded",
+    "InternalServerError": "provider_5xx",
+    "BadGatewayError": "provider_5xx",
+    "APIConnectionError": "transport_drop",
+    "Timeout": "transport_drop",
+    "NotFoundError": None,
+    "ContextWindowExceededError": None,
+    "ContentPolicyViolationError": None,
+}
+
+
+def _tokens(value: str | None) -> int | None:
+    """aider's token count: an integer below 1000, else thousands (`1.2k`, `12k`)."""
+    if value is None:
+        return None
+    if value.endswith("k"):
+        return round(float(value[:-1]) * 1000)
+    return int(float(value))
+
+
+def _litellm_kind(name: str, message: str) -> FaultKind | None:
+    by_text = classify_fault(message)
+    if name in _LITELLM_KINDS:
+        kind = _LITELLM_KINDS[name]
+        # a 429 for an empty balance, a 5xx that is an overload: the message is more precise
+        if kind in ("rate_limited", "provider_5xx") and by_text in ("quota", "overloaded"):
+            return by_text
+        return kind
+    # APIError, BadRequestError...: only an account problem is the apparatus's
+    return by_text if name == "APIError" or by_text in ("auth", "quota") else None
 
 
 class AiderAdapter(AgentCli):
@@ -17,9 +80,6 @@ class AiderAdapter(AgentCli):
 
     name = "aider"
     binary = "aider"
-    # aider prints provider errors as `litellm.XxxError: ...` and its own advice
-    # as `The API provider ...`, often after a 0 exit once its retries run out.
-    error_marker = re.compile(r"^litellm\.\w+|^The API provider\b")
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat
@@ -51,4 +111,72 @@ class AiderAdapter(AgentCli):
             args=args,
             stdin_text=None,
             enforcement="none" if request.writable else "hard",
+            # aider prints through a console that wraps at the terminal width (80
+            # columns without a terminal); a wide one keeps the reply's lines whole
+            env={"COLUMNS": "100000"},
         )
+
+    def _parse(self, out: CliOutput) -> Parsed:
+        lines = out.stdout.splitlines()
+        start = 0
+        if lines and lines[0].startswith("Aider v"):
+            # the banner ends at the blank line aider prints before the reply
+            start = next((i + 1 for i, line in enumerate(lines) if not line.strip()), len(lines))
+        model = next((m["model"] for line in lines[:start] if (m := _MODEL.match(line))), None)
+        usage_lines = [i for i, line in enumerate(lines) if _TOKENS.match(line)]
+        usage = _usage(lines, usage_lines, model)
+        if usage_lines:
+            last = usage_lines[-1]
+            if len(usage_lines) > 1:
+                # several model calls (a reflection): the reply is the last one's
+                previous = usage_lines[-2] + 1
+                start = previous + (1 if _COST.match(_at(lines, previous)) else 0)
+            body, tail = lines[start:last], lines[last + 1 :]
+        else:
+            body, tail = lines[start:], lines[start:]
+        # the run ended on a provider error when one follows the last model call
+        errors = [m for line in tail if (m := _LITELLM.match(line))]
+        if errors:
+            name, text = errors[-1]["name"], errors[-1]["message"]
+            message = f"litellm.{name}: {text}"
+            found = fault(_litellm_kind(name, text), message, out.now)
+            if found is not None:
+                return Parsed("", fault=found, usage=usage, reported=True)
+            own = OwnFailure(kind="agent_error", detail=one_line(message))
+            return Parsed("", own_failure=own, usage=usage, reported=True)
+        # retries before a reply leave aider's own notices above it
+        answer = "\n".join(line for line in body if not _NOTICES.match(line)).strip()
+        return Parsed(answer, usage=usage, reported=bool(usage_lines))
+
+
+def _at(lines: list[str], index: int) -> str:
+    return lines[index] if index < len(lines) else ""
+
+
+def _usage(lines: list[str], usage_lines: list[int], model: str | None) -> Usage | None:
+    if not usage_lines:
+        return None
+    sent = hit = write = received = 0
+    saw_hit = saw_write = False
+    session: float | None = None
+    for index in usage_lines:
+        match = _TOKENS.match(lines[index])
+        assert match is not None
+        sent += _tokens(match["sent"]) or 0
+        received += _tokens(match["received"]) or 0
+        if match["hit"]:
+            saw_hit, hit = True, hit + (_tokens(match["hit"]) or 0)
+        if match["write"]:
+            saw_write, write = True, write + (_tokens(match["write"]) or 0)
+        cost = match if match["session"] else _COST.match(_at(lines, index + 1))
+        if cost is not None:
+            session = float(cost["session"])
+    return Usage(
+        input_tokens=sent,
+        cached_input_tokens=hit if saw_hit else None,
+        cache_write_tokens=write if saw_write else None,
+        output_tokens=received,
+        turns=len(usage_lines),
+        model=model,
+        **reported_cost(session, tokens_spent=bool(sent or received)),
+    )

@@ -1,21 +1,42 @@
-"""What the agent CLI adapters share: parsing JSON output, reading faults, building argv.
+"""What the agent CLI adapters share: parsing their output, reading faults, building argv.
 
 Each adapter drives one CLI non-interactively with the user's own login (no
 provider SDKs, no stored keys): it builds the command line for a read-only or
-a writable run and reads the final message and any apparatus fault back out of
-what the process printed. Flags follow each CLI's own documentation.
+a writable run and reads the answer, any apparatus fault, the usage and the
+transcript back out of what the process printed. Flags follow each CLI's own
+documentation.
+
+Faults are read from the CLI's structured output first (an error object, a
+status code, an error kind). Only the CLI's own error report is ever matched
+as text: an error message inside a structured error, or the error line on
+stderr when the CLI printed nothing structured. The answer, the prompt and
+anything the agent wrote are never searched for fault words.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from brigade.adapters.base import Enforcement, Fault, Invocation, Reading, SeatRequest, last_line
+from brigade.adapters.base import (
+    Enforcement,
+    Fault,
+    Invocation,
+    OwnFailure,
+    Reading,
+    SeatRequest,
+    last_line,
+)
 from brigade.core.specs import SeatSpec
+from brigade.core.taxonomy import FaultKind
+from brigade.core.transcript import Entry
+from brigade.core.usage import Usage
 
 # Prepended only where the CLI has no native read-only mode (goose): the run
 # then happens in the user's shared checkout, so the instruction is all there is.
@@ -26,9 +47,9 @@ READ_ONLY_NOTICE = (
 
 DETAIL_LIMIT = 500
 
-# Checked in this order: a message can mention both a 429 and a dropped stream,
-# and the more specific cause should win.
-FAULT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+# What a CLI's own error report means, checked in this order: a message can name
+# a 429 and a dropped stream, and the cause that does not go away by waiting wins.
+FAULT_PATTERNS: tuple[tuple[FaultKind, re.Pattern[str]], ...] = (
     (
         "workspace_untrusted",
         re.compile(
@@ -39,47 +60,200 @@ FAULT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        "auth",
+        re.compile(
+            r"\b401\b|\bunauthori[sz]ed\b|\bunauthenticated\b"
+            r"|authentication (?:failed|required|error)|not (?:logged|signed) in"
+            r"|please run /login|(?:log|sign) in again|run '\w+ login'"
+            r"|invalid (?:api[ _-]?key|x-api-key|auth(?:entication|orization)? token|credentials)"
+            r"|api key not valid|incorrect api key"
+            r"|no auth(?:entication)? (?:information|credentials)"
+            r"|token (?:has )?(?:expired|been revoked|was revoked)|could not be refreshed"
+            r"|missing environment variable: `?\w*(?:key|token)|\b403\b|\bforbidden\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "quota",
+        re.compile(
+            r"\b402\b|payment required|insufficient[_ ](?:quota|credits?|balance|funds)"
+            r"|credit balance|out of (?:credits|extra usage)|credits? (?:exhausted|depleted)"
+            r"|(?<!disk )quota(?:_| )(?:exceeded|exhausted)|exceeded (?:your )?(?:current )?quota"
+            r"|no quota|(?<!not your )usage limit|(?:hit|reached) your (?:(?!rate\b)\w+ )?limit"
+            r"|\b\d+-hour limit|(?:session|weekly|monthly|daily) limit|spend(?:ing)? (?:cap|limit)"
+            r"|upgrade to (?:plus|pro)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         "rate_limited",
         re.compile(
-            r"\b429\b|rate[ _-]?limit|too many requests|usage limit|hit your (?:usage )?limit"
-            r"|RESOURCE_EXHAUSTED|(?<!disk )quota exceeded|exceeded (?:your )?(?:current )?quota",
+            r"\b429\b|rate[ _-]?limit|too many requests|resource[_ ]exhausted|throttl"
+            r"|temporarily limiting requests",
             re.IGNORECASE,
         ),
     ),
     (
-        "provider_error",
+        "overloaded",
         re.compile(
-            r"(?:status|code|http|error)\W{0,3}(?:50[0-4]|529)\b|\b(?:50[0-4]|529) (?:internal"
-            r"|bad gateway|service unavailable|gateway timeout|overloaded)|overloaded"
-            r"|internal server error|server_error|service unavailable|bad gateway"
-            r"|gateway timeout|InternalServerError|ServiceUnavailable",
+            r"\b529\b|\b503\b|overloaded|service unavailable|at capacity|\[unavailable\]",
             re.IGNORECASE,
         ),
     ),
     (
-        "transport_error",
+        "provider_5xx",
         re.compile(
-            r"connection (?:reset|refused|closed|aborted|error|lost)|stream disconnected"
+            r"(?:status|code|http|error)\W{0,3}50[0-4]\b|\b50[0-4] (?:internal|bad gateway"
+            r"|gateway time-?out|server error)|internal server error|server_error|bad gateway"
+            r"|gateway time-?out|InternalServerError|experiencing high demand|\[internal\]",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "transport_drop",
+        re.compile(
+            r"connection (?:reset|refused|closed|aborted|error|failed|lost)|stream disconnected"
             r"|disconnected before|broken pipe|ECONNRESET|ECONNREFUSED|ETIMEDOUT|ENOTFOUND"
             r"|EAI_AGAIN|socket hang up|network error|fetch failed|error sending request"
-            r"|APIConnectionError|could not connect|dial tcp|(?:request|connection|read) timed out",
+            r"|APIConnectionError|could not connect|unable to connect|dial tcp"
+            r"|(?:request|connection|read) timed out|error while reading the server response",
             re.IGNORECASE,
         ),
     ),
 )
 
 
-def classify_fault(message: str) -> str | None:
-    """The apparatus fault kind an error message clearly reports, or None."""
+def classify_fault(message: str) -> FaultKind | None:
+    """The apparatus fault a CLI's own error message clearly reports, or None."""
     for kind, pattern in FAULT_PATTERNS:
         if pattern.search(message):
             return kind
     return None
 
 
+def kind_for_status(status: int | None, message: str = "") -> FaultKind | None:
+    """The fault an HTTP status from the provider means (the message refines 4xx)."""
+    if status is None:
+        return classify_fault(message) if message else None
+    if status in (401, 403):
+        return "auth"
+    if status == 402:
+        return "quota"
+    if status == 429:
+        return "quota" if classify_fault(message) == "quota" else "rate_limited"
+    if status in (503, 529):
+        return "overloaded"
+    if 500 <= status <= 599:
+        return "provider_5xx"
+    if status == 408:
+        return "transport_drop"
+    if 400 <= status <= 499:
+        # a refused request is the seat's own failure, unless the message says
+        # it was the account (a 400 "credit balance is too low", a bad key)
+        kind = classify_fault(message) if message else None
+        return kind if kind in ("auth", "quota") else None
+    return None
+
+
 def one_line(text: str) -> str:
+    """Text on one line, bounded in length (a fault or failure detail)."""
     line = " ".join(text.split())
     return line if len(line) <= DETAIL_LIMIT else line[: DETAIL_LIMIT - 3] + "..."
+
+
+def error_report(stderr: str) -> str:
+    """The CLI's own error line on stderr: the first `Error...` line, else the last line."""
+    for line in stderr.splitlines():
+        if re.match(r"\s*(?:error|fatal)\b\W", line, re.IGNORECASE):
+            return line.strip()
+    return last_line(stderr)
+
+
+# -- retry hints ----------------------------------------------------------------
+
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_RELATIVE = re.compile(
+    r"(?:retry|try again|wait|resets?|available again)\s+(?:after|in)\s+"
+    r"(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?"
+    r"|d|days?)\b",
+    re.IGNORECASE,
+)
+_EPOCH = re.compile(r"limit reached\|(\d{9,11})\b", re.IGNORECASE)
+_CLOCK = re.compile(
+    r"(?:resets|try again at|reset at)\s+(?:(?P<month>[A-Z][a-z]{2}) (?P<day>\d{1,2})"
+    r"(?:st|nd|rd|th)?,? (?P<year>\d{4}),? )?(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*"
+    r"(?P<half>[ap]\.?m\.?)(?:\s*\((?P<zone>[^)]+)\))?",
+    re.IGNORECASE,
+)
+_DATE = re.compile(r"(?:ends on|resets? on)\s+(\d{1,2})/(\d{1,2})/(\d{4})", re.IGNORECASE)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _zone(name: str | None, now: float) -> tzinfo:
+    if name:
+        try:
+            return ZoneInfo(name.strip())
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    # CLIs print reset times in the machine's own time zone
+    zone = datetime.fromtimestamp(now).astimezone().tzinfo
+    assert zone is not None
+    return zone
+
+
+def _wall_clock(match: re.Match[str], now: float) -> float | None:
+    zone = _zone(match["zone"], now)
+    hour = int(match["hour"]) % 12 + (12 if match["half"].lower().startswith("p") else 0)
+    minute = int(match["minute"] or 0)
+    current = datetime.fromtimestamp(now, zone)
+    if match["year"]:
+        month = match["month"].lower()
+        if month not in _MONTHS:
+            return None
+        target = datetime(
+            int(match["year"]),
+            _MONTHS.index(month) + 1,
+            int(match["day"]),
+            hour,
+            minute,
+            tzinfo=zone,
+        )
+    else:
+        target = current.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if target <= current:  # a bare time is the next one to come
+            target += timedelta(days=1)
+    return target.timestamp()
+
+
+def retry_after(text: str, now: float) -> float | None:
+    """Seconds to wait that a CLI's error message names (a delay or a reset time), or None."""
+    relative = _RELATIVE.search(text)
+    if relative:
+        unit = relative[2].lower()
+        key = "ms" if unit.startswith("mil") or unit == "ms" else unit[0]
+        return float(relative[1]) * _UNITS[key]
+    target: float | None = None
+    epoch = _EPOCH.search(text)
+    clock = _CLOCK.search(text)
+    date = _DATE.search(text)
+    if epoch:
+        target = float(epoch[1])
+    elif clock:
+        target = _wall_clock(clock, now)
+    elif date:
+        month, day, year = (int(part) for part in date.groups())
+        target = datetime(year, month, day, tzinfo=_zone(None, now)).timestamp()
+    return until(target, now)
+
+
+def until(target: float | None, now: float) -> float | None:
+    """Seconds from now to an epoch time; None when it is unknown or past."""
+    if target is None or target <= now:
+        return None
+    return round(target - now, 3)
+
+
+# -- JSON output ----------------------------------------------------------------
 
 
 def opt(flag: str, value: str | None) -> tuple[str, ...]:
@@ -115,14 +289,13 @@ def json_values(text: str) -> list[Any]:
                 continue
     if values:
         return values
-    # A pretty-printed document after a line of chatter (a login notice, a warning).
-    start = stripped.find("\n{")
-    if start >= 0:
+    # A pretty-printed document after lines of chatter (a login notice, a banner).
+    for start in (m.start() + 1 for m in re.finditer(r"\n[{\[]", stripped)):
         try:
-            value, _ = json.JSONDecoder().raw_decode(stripped[start + 1 :])
-            return [value]
+            value, _ = json.JSONDecoder().raw_decode(stripped[start:])
         except ValueError:
-            pass
+            continue
+        return [value]
     return []
 
 
@@ -139,6 +312,30 @@ def dicts(values: Iterable[Any]) -> list[dict[str, Any]]:
         elif isinstance(value, list):
             found.extend(item for item in value if isinstance(item, dict))
     return found
+
+
+def text_of(value: Any) -> str | None:
+    """A non-empty string value, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def count(value: Any) -> int | None:
+    """A token count from JSON (a whole number of 0 or more), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value < 0 or value != int(value):
+        return None
+    return int(value)
+
+
+def status_of(value: Any) -> int | None:
+    """An HTTP status from JSON (a number or numeric string in 100-599), else None."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    status = int(value)
+    return status if 100 <= status <= 599 else None
 
 
 def message_of(error: Any) -> str | None:
@@ -161,6 +358,91 @@ def message_of(error: Any) -> str | None:
     return str(error)
 
 
+def fault(
+    kind: FaultKind | None, message: str, now: float, wait: float | None = None
+) -> Fault | None:
+    """A Fault of `kind` with the message (None when there is no kind); the wait it names."""
+    if kind is None:
+        return None
+    if wait is None:
+        wait = retry_after(message, now)
+    return Fault(kind=kind, detail=one_line(message), retry_after_seconds=wait)
+
+
+# -- reading a finished process --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CliOutput:
+    """What a finished seat process left: its exit status, its output, the files it wrote."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    files: Mapping[str, str] = field(default_factory=dict)
+    now: float = 0.0
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What an adapter read in its CLI's output.
+
+    - `fault`: a fault the CLI reported in structured form (its kind known)
+    - `error`: an error the CLI reported whose kind only its message tells
+    - `reported`: the CLI printed its own end-of-run report (a result event, a
+      failed turn): then its stderr is not searched for a cause
+    - `diagnostic`: the part of stderr that is the CLI's diagnostics, when stderr
+      also holds other output (statistics)
+    """
+
+    final_text: str
+    fault: Fault | None = None
+    error: str | None = None
+    own_failure: OwnFailure | None = None
+    usage: Usage | None = None
+    transcript: tuple[Entry, ...] | None = None
+    reported: bool = False
+    notes: tuple[str, ...] = ()
+    diagnostic: str | None = None
+
+
+def judge(parsed: Parsed, out: CliOutput) -> Reading:
+    """Turn what was parsed and the exit status into a Reading, flagging only clear faults."""
+
+    def reading(found: Fault | None = None) -> Reading:
+        return Reading(
+            final_text=parsed.final_text,
+            fault=found,
+            own_failure=parsed.own_failure,
+            usage=parsed.usage,
+            transcript=parsed.transcript,
+            notes=parsed.notes,
+        )
+
+    if parsed.fault is not None:
+        return reading(parsed.fault)
+    if parsed.error:
+        found = fault(classify_fault(parsed.error), parsed.error, out.now)
+        if found is not None:
+            return reading(found)
+    if out.exit_code is None:
+        return reading()  # killed (timeout or signal): the caller records that
+    if parsed.own_failure is not None:
+        return reading()
+    stderr = out.stderr if parsed.diagnostic is None else parsed.diagnostic
+    line = "" if parsed.reported else error_report(stderr)
+    if out.exit_code != 0:
+        found = fault(classify_fault(line), line, out.now, retry_after(stderr, out.now))
+        return reading(found)
+    if not parsed.final_text.strip():
+        found = fault(classify_fault(line), line, out.now) if line else None
+        if found is not None:
+            return reading(found)
+        detail = parsed.error or line or "exited 0 without a final message"
+        return reading(Fault(kind="empty_output", detail=one_line(detail)))
+    return reading()
+
+
 @dataclass(frozen=True)
 class ArgvPlan:
     """The CLI-specific part of an Invocation."""
@@ -171,63 +453,7 @@ class ArgvPlan:
     env: Mapping[str, str] = field(default_factory=dict)
     not_applied: tuple[str, ...] = ()
     driver: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """The final message and any error the CLI reported in its output.
-
-    `fault_kind` is set when the CLI itself said which apparatus fault it was
-    (a structured error code); otherwise the error's text is classified.
-    """
-
-    final_text: str
-    error: str | None = None
-    fault_kind: str | None = None
-
-
-def judge(
-    parsed: Parsed,
-    *,
-    exit_code: int | None,
-    stdout: str,
-    stderr: str,
-    marker: re.Pattern[str] | None,
-) -> Reading:
-    """Turn a parsed output and exit status into a Reading, flagging only clear faults."""
-    text = parsed.final_text
-    if parsed.error:
-        kind = parsed.fault_kind or classify_fault(parsed.error)
-        if kind:
-            return Reading(final_text=text, fault=Fault(kind=kind, detail=one_line(parsed.error)))
-    if exit_code is None:
-        # Killed (timeout or signal): the caller records that; no guessing here.
-        return Reading(final_text=text)
-    err_line = last_line(stderr)
-    # stdout is the agent's answer for plain-text CLIs, so only a line shaped like
-    # the CLI's own error report may be read as one.
-    marked = [
-        line
-        for line in (last_line(stdout), err_line)
-        if marker is not None and line and marker.search(line)
-    ]
-    if exit_code != 0:
-        for line in (err_line, *marked):
-            kind = classify_fault(line) if line else None
-            if kind:
-                return Reading(final_text=text, fault=Fault(kind=kind, detail=one_line(line)))
-        return Reading(final_text=text)
-    for line in marked:
-        kind = classify_fault(line)
-        if kind:
-            return Reading(final_text=text, fault=Fault(kind=kind, detail=one_line(line)))
-    if not text.strip():
-        kind = classify_fault(err_line) if err_line else None
-        if kind:
-            return Reading(final_text=text, fault=Fault(kind=kind, detail=one_line(err_line)))
-        detail = parsed.error or err_line or "exited 0 without a final message"
-        return Reading(final_text=text, fault=Fault(kind="empty_output", detail=one_line(detail)))
-    return Reading(final_text=text)
+    output_files: tuple[str, ...] = ()
 
 
 class AgentCli:
@@ -235,7 +461,6 @@ class AgentCli:
 
     name: str
     binary: str
-    error_marker: re.Pattern[str] | None = None
 
     def invocation(self, request: SeatRequest) -> Invocation:
         """The command, stdin and environment for this seat and prompt."""
@@ -248,17 +473,27 @@ class AgentCli:
             settings_not_applied=plan.not_applied,
             transport=request.seat.transport,
             driver=plan.driver,
+            output_files=plan.output_files,
         )
 
-    def read(self, *, exit_code: int | None, stdout: str, stderr: str) -> Reading:
-        """The final message and any apparatus fault from the process output."""
-        return judge(
-            self._parse(stdout, stderr),
+    def read(
+        self,
+        *,
+        exit_code: int | None,
+        stdout: str,
+        stderr: str,
+        files: Mapping[str, str] | None = None,
+        now: float | None = None,
+    ) -> Reading:
+        """The answer, fault, usage and transcript from the process output."""
+        out = CliOutput(
             exit_code=exit_code,
             stdout=stdout,
             stderr=stderr,
-            marker=self.error_marker,
+            files=dict(files or {}),
+            now=time.time() if now is None else now,
         )
+        return judge(self._parse(out), out)
 
     def version_argv(self, seat: SeatSpec) -> tuple[str, ...] | None:
         """The CLI's `--version` command."""
@@ -267,35 +502,5 @@ class AgentCli:
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         raise NotImplementedError
 
-    def _parse(self, stdout: str, stderr: str) -> Parsed:
-        return Parsed(final_text=stdout.strip())
-
-
-def parse_result_object(stdout: str) -> Parsed | None:
-    """Claude Code style `{"type": "result", "result": ..., "is_error": ...}` output."""
-    results = [d for d in dicts(json_values(stdout)) if d.get("type") == "result"]
-    if not results:
-        return None
-    result = results[-1]
-    raw = result.get("result")
-    text = raw if isinstance(raw, str) else ""
-    subtype = str(result.get("subtype") or "")
-    error: str | None = None
-    if result.get("is_error") or subtype.startswith("error"):
-        error = message_of(result.get("error")) or text or subtype or "error"
-    return Parsed(final_text=text, error=error)
-
-
-def parse_response_object(stdout: str, stderr: str) -> Parsed:
-    """Gemini CLI style `{"response": ..., "error": {...}}` (errors may go to stderr)."""
-    for document in dicts(json_values(stdout)):
-        if "response" in document or "error" in document:
-            text = document.get("response")
-            return Parsed(
-                final_text=text if isinstance(text, str) else "",
-                error=message_of(document.get("error")),
-            )
-    for document in dicts(json_values(stderr)):
-        if "error" in document:
-            return Parsed(final_text=stdout.strip(), error=message_of(document["error"]))
-    return Parsed(final_text=stdout.strip())
+    def _parse(self, out: CliOutput) -> Parsed:
+        return Parsed(final_text=out.stdout.strip())

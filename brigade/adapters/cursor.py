@@ -1,16 +1,34 @@
-"""Cursor Agent: `cursor-agent -p`, trusted workspace, prompt after `--`."""
+"""Cursor Agent: `cursor-agent -p --output-format stream-json`, prompt after `--`.
+
+The stream carries the messages, the tool calls (`tool_call` started/completed)
+and a terminal `result` event whose `result` is the answer (every assistant
+text of the run joined, as json mode prints it). On a failure cursor-agent
+writes `Error: ...` to stderr, exits non-zero and prints no result: that error
+report is all there is to read a fault from.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from brigade.adapters.base import SeatRequest
+from brigade.adapters.claude import content_entries
 from brigade.adapters.common import (
     AgentCli,
     ArgvPlan,
+    CliOutput,
     Parsed,
+    count,
+    dicts,
+    json_values,
+    message_of,
+    obj,
     opt,
-    parse_result_object,
     reasoning_not_applied,
+    text_of,
 )
+from brigade.core.transcript import Entry, as_text
+from brigade.core.usage import Usage
 
 
 class CursorAdapter(AgentCli):
@@ -29,7 +47,7 @@ class CursorAdapter(AgentCli):
         args = (
             "-p",
             "--output-format",
-            "json",
+            "stream-json",
             # An untrusted workspace makes headless runs stop without doing anything.
             "--trust",
             *mode,
@@ -44,5 +62,89 @@ class CursorAdapter(AgentCli):
             not_applied=reasoning_not_applied(seat),
         )
 
-    def _parse(self, stdout: str, stderr: str) -> Parsed:
-        return parse_result_object(stdout) or Parsed(final_text=stdout.strip())
+    def _parse(self, out: CliOutput) -> Parsed:
+        events = dicts(json_values(out.stdout))
+        if not events:
+            return Parsed(final_text=out.stdout.strip())
+        init = next(
+            (e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), {}
+        )
+        transcript = tuple(_entries(events))
+        results = [e for e in events if e.get("type") == "result"]
+        if not results:
+            return Parsed(final_text="", transcript=transcript)
+        result = results[-1]
+        usage = _usage(result, init)
+        answer = result.get("result")
+        text = answer if isinstance(answer, str) else ""
+        if result.get("is_error") or result.get("subtype") != "success":
+            error = message_of(result.get("error")) or text or str(result.get("subtype"))
+            return Parsed("", error=error, usage=usage, transcript=transcript, reported=True)
+        return Parsed(final_text=text, usage=usage, transcript=transcript, reported=True)
+
+
+def _usage(result: dict[str, Any], init: dict[str, Any]) -> Usage:
+    raw = obj(result.get("usage"))
+    fresh = count(raw.get("inputTokens"))
+    cache_read = count(raw.get("cacheReadTokens"))
+    cache_write = count(raw.get("cacheWriteTokens"))
+    parts = [part for part in (fresh, cache_read, cache_write) if part is not None]
+    duration = result.get("duration_api_ms")
+    return Usage(
+        input_tokens=sum(parts) if parts else None,
+        cached_input_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        output_tokens=count(raw.get("outputTokens")),
+        # cursor names the model for display only ("Claude 4 Sonnet")
+        model=text_of(init.get("model")),
+        session_id=text_of(result.get("session_id")) or text_of(init.get("session_id")),
+        api_duration_seconds=duration / 1000 if isinstance(duration, (int, float)) else None,
+    )
+
+
+def _tool(call: dict[str, Any]) -> tuple[str | None, Any, dict[str, Any]]:
+    """A tool_call payload's tool name, its input and its result object."""
+    for key, value in call.items():
+        body = obj(value)
+        if key == "function":
+            arguments = body.get("arguments")
+            return text_of(body.get("name")), arguments, obj(body.get("result"))
+        if key.endswith("ToolCall"):
+            return key[: -len("ToolCall")], body.get("args"), obj(body.get("result"))
+    return None, None, {}
+
+
+def _entries(events: list[dict[str, Any]]) -> list[Entry]:
+    entries: list[Entry] = []
+    names: dict[str, str] = {}
+    for event in events:
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init" and text_of(event.get("model")):
+            entries.append(Entry(kind="system", text=f"model {event['model']}"))
+        elif kind in ("assistant", "user"):
+            # deltas (--stream-partial-output) carry a timestamp; brigade does not ask for them
+            content = obj(event.get("message")).get("content")
+            entries.extend(content_entries(content, str(kind), names))
+        elif kind == "tool_call":
+            call_id = text_of(event.get("call_id"))
+            name, arguments, result = _tool(obj(event.get("tool_call")))
+            if event.get("subtype") == "started":
+                entries.append(Entry(kind="tool_call", name=name, input=arguments, call_id=call_id))
+            elif event.get("subtype") == "completed":
+                success = result.get("success")
+                failure = next((value for key, value in result.items() if key != "success"), None)
+                output = obj(success).get("content", success) if success is not None else failure
+                entries.append(
+                    Entry(
+                        kind="tool_result",
+                        name=name,
+                        output=as_text(output) if output is not None else "",
+                        is_error=success is None,
+                        call_id=call_id,
+                    )
+                )
+        elif kind == "result" and (event.get("is_error") or event.get("subtype") != "success"):
+            entries.append(
+                Entry(kind="error", text=str(event.get("result") or event.get("subtype")))
+            )
+    return entries

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+import time
+from collections.abc import Mapping
 
 from brigade.adapters.base import Fault, Invocation, Reading, SeatRequest, last_line
+from brigade.adapters.common import classify_fault, one_line, retry_after
 from brigade.core.specs import SeatSpec
+from brigade.core.taxonomy import FAULT_KINDS, FaultKind
+from brigade.core.usage import Usage, UsageError, usage_from_document
 
 EX_TEMPFAIL = 75
+# the file (in the run folder) a program may write its usage to; named in BRIGADE_USAGE_FILE
+USAGE_FILE = "usage.json"
+USAGE_VARIABLE = "BRIGADE_USAGE_FILE"
 
 
 class ExecAdapter:
@@ -16,8 +25,10 @@ class ExecAdapter:
 
     The command reports a fault of the apparatus (a dropped connection, a
     provider 5xx) by exiting 75 (EX_TEMPFAIL) with the detail as its last stderr
-    line; any other non-zero exit is the agent's own failure. Two placeholders
-    keep rosters portable: `{python}` (the interpreter running brigade) and
+    line, optionally starting with the fault's kind (`rate_limited: ...`); any
+    other non-zero exit is the agent's own failure. It may write its usage as
+    JSON to the file named in `$BRIGADE_USAGE_FILE`. Two placeholders keep
+    rosters portable: `{python}` (the interpreter running brigade) and
     `{roster_dir}` (the roster file's folder).
     """
 
@@ -45,16 +56,52 @@ class ExecAdapter:
             argv=argv,
             stdin_text=request.prompt,
             read_only_enforcement="none",
+            env={USAGE_VARIABLE: str(request.run_dir / USAGE_FILE)},
             transport=request.seat.transport,
+            output_files=(USAGE_FILE,),
         )
 
-    def read(self, *, exit_code: int | None, stdout: str, stderr: str) -> Reading:
-        """stdout is the final output; exit 75 is an apparatus fault."""
+    def read(
+        self,
+        *,
+        exit_code: int | None,
+        stdout: str,
+        stderr: str,
+        files: Mapping[str, str] | None = None,
+        now: float | None = None,
+    ) -> Reading:
+        """stdout is the final output; exit 75 is an apparatus fault; usage from its file."""
+        usage, notes = _usage(dict(files or {}))
         if exit_code == EX_TEMPFAIL:
-            detail = last_line(stderr) or "exited 75 (EX_TEMPFAIL) without a detail line"
-            return Reading(final_text=stdout, fault=Fault(kind="tempfail", detail=detail))
-        return Reading(final_text=stdout)
+            line = last_line(stderr) or "exited 75 (EX_TEMPFAIL) without a detail line"
+            kind, detail = _reported_kind(line)
+            clock = time.time() if now is None else now
+            found = Fault(
+                kind=kind, detail=one_line(detail), retry_after_seconds=retry_after(detail, clock)
+            )
+            return Reading(final_text=stdout, fault=found, usage=usage, notes=notes)
+        return Reading(final_text=stdout, usage=usage, notes=notes)
 
     def version_argv(self, seat: SeatSpec) -> tuple[str, ...] | None:
         """A generic command has no standard version flag."""
         return None
+
+
+def _reported_kind(line: str) -> tuple[FaultKind, str]:
+    """The kind a detail line names (`quota: ...`), else the one its words give."""
+    head, sep, rest = line.partition(":")
+    if sep and head.strip() in FAULT_KINDS:
+        kind: FaultKind = head.strip()  # type: ignore[assignment]
+        return kind, rest.strip() or line
+    return classify_fault(line) or "transport_drop", line
+
+
+def _usage(files: dict[str, str]) -> tuple[Usage | None, tuple[str, ...]]:
+    text = files.get(USAGE_FILE)
+    if text is None:
+        return None, ()
+    try:
+        return usage_from_document(json.loads(text), USAGE_FILE), ()
+    except ValueError as exc:  # UsageError, or text that is not JSON
+        problem = str(exc) if isinstance(exc, UsageError) else f"{USAGE_FILE}: not JSON ({exc})"
+        return None, (f"usage ignored: {one_line(problem)}",)

@@ -1,18 +1,80 @@
-"""goose: `goose run --no-session`, JSON output; read-only only by instruction."""
+"""goose: `goose run --no-session --output-format json`; read-only only by instruction.
+
+The json output is `{messages, metadata}`: the visible messages (text,
+thinking, toolRequest / toolResponse, systemNotification and a typed `error`
+content for auth, credits and context errors) and the session's token totals
+and cost with a `status` (`error` when the run failed). Other provider errors
+reach the output only as goose's own assistant text, `Ran into this error:
+<error>.` plus its retry advice; that exact template, as the whole message,
+is read as goose's error report.
+"""
 
 from __future__ import annotations
 
-from brigade.adapters.base import Enforcement, SeatRequest
+import re
+from typing import Any
+
+from brigade.adapters.base import Enforcement, OwnFailure, SeatRequest
 from brigade.adapters.common import (
     READ_ONLY_NOTICE,
     AgentCli,
     ArgvPlan,
+    CliOutput,
     Parsed,
+    classify_fault,
+    count,
     dicts,
+    fault,
     json_values,
+    kind_for_status,
+    obj,
+    one_line,
     opt,
     reasoning_not_applied,
+    text_of,
 )
+from brigade.core.taxonomy import FaultKind
+from brigade.core.transcript import Entry, as_text
+from brigade.core.usage import Usage, reported_cost
+
+# goose's own wording of a provider error it turned into the assistant's reply
+_RAN_INTO = re.compile(
+    r"^Ran into this error: (?P<error>.*)\.\n\nPlease retry if you think this is a transient"
+    r" or recoverable error\.$",
+    re.DOTALL,
+)
+_RESEND = re.compile(
+    r"^(?P<error>Network error: .*)\n\nPlease resend your message to try again\.$", re.DOTALL
+)
+_STATUS = re.compile(r"\((\d{3})\b|Status: (\d{3})\b|\b(\d{3}) [A-Z][a-z]")
+
+# goose's provider error kinds, by the prefix of their message
+_PREFIXES: tuple[tuple[str, FaultKind | None], ...] = (
+    ("Authentication error:", "auth"),
+    ("Credits exhausted", "quota"),
+    ("Rate limit exceeded:", "rate_limited"),
+    ("Server error:", "provider_5xx"),
+    ("Network error:", "transport_drop"),
+    ("Context length exceeded:", None),
+    ("Request failed:", None),
+)
+_ERROR_KINDS: dict[str, FaultKind | None] = {
+    "authentication": "auth",
+    "creditsExhausted": "quota",
+    "contextLengthExceeded": None,
+}
+
+
+def _provider_kind(error: str) -> FaultKind | None:
+    match = _STATUS.search(error)
+    status = int(next(group for group in match.groups() if group)) if match else None
+    for prefix, kind in _PREFIXES:
+        if error.startswith(prefix):
+            if kind in ("rate_limited", "provider_5xx") or prefix == "Request failed:":
+                # the status and the provider's words refine it (a 529, a 400 credit error)
+                return kind_for_status(status, error) or kind
+            return kind
+    return classify_fault(error)
 
 
 class GooseAdapter(AgentCli):
@@ -50,24 +112,130 @@ class GooseAdapter(AgentCli):
             not_applied=reasoning_not_applied(seat),
         )
 
-    def _parse(self, stdout: str, stderr: str) -> Parsed:
-        for document in dicts(json_values(stdout)):
-            messages = document.get("messages")
-            if not isinstance(messages, list):
+    def _parse(self, out: CliOutput) -> Parsed:
+        document = next((d for d in dicts(json_values(out.stdout)) if "messages" in d), None)
+        if document is None:
+            return Parsed(final_text=out.stdout.strip())
+        messages = [m for m in document.get("messages") or () if isinstance(m, dict)]
+        metadata = obj(document.get("metadata"))
+        entries, typed = _entries(messages)
+        usage = _usage(metadata, messages)
+        transcript = tuple(entries)
+        failed = metadata.get("status") == "error"
+        if typed is not None:
+            kind_name, message = typed
+            kind = _ERROR_KINDS.get(kind_name, classify_fault(message))
+            found = fault(kind, message, out.now)
+            if found is not None:
+                return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
+            own = OwnFailure(kind="agent_error", detail=one_line(message))
+            return Parsed("", own_failure=own, usage=usage, transcript=transcript, reported=True)
+        answer = _answer(messages)
+        report = _RAN_INTO.match(answer) or _RESEND.match(answer)
+        if report is not None:
+            error = report["error"]
+            found = fault(_provider_kind(error), error, out.now)
+            if found is not None:
+                return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
+            own = OwnFailure(kind="agent_error", detail=one_line(error))
+            return Parsed("", own_failure=own, usage=usage, transcript=transcript, reported=True)
+        # a failed run with no error in its messages: goose's stderr says why
+        return Parsed(answer, usage=usage, transcript=transcript, reported=not failed)
+
+
+def _answer(messages: list[dict[str, Any]]) -> str:
+    """The text of the last assistant message that has any."""
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        items = content if isinstance(content, list) else [content]
+        texts = [
+            item["text"]
+            for item in items
+            if isinstance(item, dict)
+            and item.get("type") == "text"
+            and isinstance(item.get("text"), str)
+        ]
+        if any(t.strip() for t in texts):
+            return "\n".join(t.strip() for t in texts if t.strip())
+    return ""
+
+
+def _entries(messages: list[dict[str, Any]]) -> tuple[list[Entry], tuple[str, str] | None]:
+    """The transcript, and the typed error (kind, message) of the last message, if any."""
+    entries: list[Entry] = []
+    names: dict[str, str] = {}
+    typed: tuple[str, str] | None = None
+    for index, message in enumerate(messages):
+        role = str(message.get("role") or "assistant")
+        last = index == len(messages) - 1
+        for item in message.get("content") or ():
+            if not isinstance(item, dict):
                 continue
-            for message in reversed(messages):
-                if not isinstance(message, dict) or message.get("role") != "assistant":
-                    continue
-                content = message.get("content")
-                items = content if isinstance(content, list) else [content]
-                texts = [
-                    item["text"]
-                    for item in items
-                    if isinstance(item, dict)
-                    and item.get("type") == "text"
-                    and isinstance(item.get("text"), str)
-                ]
-                if any(t.strip() for t in texts):
-                    return Parsed(final_text="\n".join(t.strip() for t in texts if t.strip()))
-            return Parsed(final_text="")
-        return Parsed(final_text=stdout.strip())
+            kind = item.get("type")
+            if kind == "text" and text_of(item.get("text")):
+                entries.append(Entry(kind="message", role=role, text=item["text"]))
+            elif kind == "thinking" and text_of(item.get("thinking")):
+                entries.append(Entry(kind="reasoning", text=item["thinking"]))
+            elif kind == "toolRequest":
+                call = obj(item.get("toolCall"))
+                value = obj(call.get("value"))
+                call_id = text_of(item.get("id"))
+                name = text_of(value.get("name"))
+                if call_id and name:
+                    names[call_id] = name
+                entries.append(
+                    Entry(
+                        kind="tool_call", name=name, input=value.get("arguments"), call_id=call_id
+                    )
+                )
+            elif kind == "toolResponse":
+                result = obj(item.get("toolResult"))
+                value = obj(result.get("value"))
+                call_id = text_of(item.get("id"))
+                failed = result.get("status") == "error" or bool(value.get("isError"))
+                raw = (
+                    result.get("error") if result.get("status") == "error" else value.get("content")
+                )
+                entries.append(
+                    Entry(
+                        kind="tool_result",
+                        name=names.get(call_id or ""),
+                        output=as_text(raw) if raw is not None else "",
+                        is_error=failed,
+                        call_id=call_id,
+                    )
+                )
+            elif kind == "systemNotification":
+                text = str(item.get("msg") or "")
+                if item.get("notificationType") == "creditsExhausted":
+                    typed = ("creditsExhausted", text) if last else typed
+                    entries.append(Entry(kind="error", text=text))
+                else:
+                    entries.append(Entry(kind="system", text=text))
+            elif kind == "error":
+                text = str(item.get("message") or "")
+                # the run failed on it when it is in the last message
+                typed = (str(item.get("kind") or "other"), text) if last else typed
+                entries.append(Entry(kind="error", text=text))
+    return entries, typed
+
+
+def _usage(metadata: dict[str, Any], messages: list[dict[str, Any]]) -> Usage:
+    inputs = count(metadata.get("input_tokens"))
+    output = count(metadata.get("output_tokens"))
+    model = None
+    for message in reversed(messages):
+        inference = obj(obj(message.get("metadata")).get("inference"))
+        model = text_of(inference.get("requestedModel"))
+        if model:
+            break
+    return Usage(
+        input_tokens=inputs,
+        cached_input_tokens=count(metadata.get("cache_read_input_tokens")),
+        cache_write_tokens=count(metadata.get("cache_write_input_tokens")),
+        output_tokens=output,
+        model=model,
+        **reported_cost(metadata.get("cost_usd"), tokens_spent=bool(inputs or output)),
+    )

@@ -23,6 +23,23 @@ State = Literal[
     "running",
 ]
 FailureReason = Literal["timeout", "transport_drop", "provider_5xx"]
+# What went wrong with the apparatus, precisely (a closed set: extend it only when
+# a real new kind appears). Adapters read it from the CLI's structured output,
+# proc and the runner from what happened around the seat.
+FaultKind = Literal[
+    "rate_limited",
+    "overloaded",
+    "provider_5xx",
+    "auth",
+    "quota",
+    "binary_missing",
+    "transport_drop",
+    "timeout",
+    "workspace_untrusted",
+    "empty_output",
+    "worktree_failed",
+    "cluster_lost",
+]
 # what bringing a cell up to date needs (the resume table)
 Action = Literal["skip", "regrade", "run", "reuse"]
 
@@ -36,6 +53,13 @@ GRADEABLE: frozenset[str] = GRADED | {"grader_error"}
 UP_TO_DATE: frozenset[str] = TERMINAL - {"grader_error"}
 # summary count keys: every state plus cells with no receipt yet
 COUNT_KEYS: tuple[str, ...] = STATES + ("missing",)
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
+# faults that waiting does not cure: every cell of the seat would meet them again
+PERSISTENT_FAULTS: frozenset[str] = frozenset({"auth", "quota", "binary_missing"})
+# faults a later attempt may not meet (`timeout` is retried only when asked)
+TRANSIENT_FAULTS: frozenset[str] = frozenset(
+    {"rate_limited", "overloaded", "provider_5xx", "transport_drop"}
+)
 
 EXIT_CLEAN = 0
 EXIT_REJECTED = 1

@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import IO, NoReturn
 
 from brigade.core.clock import utc_now
+from brigade.core.taxonomy import FaultKind
 
 TERM_GRACE_SECONDS = 3.0
+# launch errors that mean the program is not there to run
+_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.ENOEXEC})
 
 _live_lock = threading.Lock()
 _live_groups: set[int] = set()
@@ -48,6 +51,9 @@ class ProcResult:
     finished_at: str
     duration_seconds: float
     executable: str | None
+    # the fault a launch failure is: binary_missing when the program is not there
+    # (or cannot be executed), which waiting does not cure
+    launch_fault: FaultKind | None = None
 
 
 def resolve_executable(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
@@ -122,6 +128,7 @@ def run(
                 finished_at=utc_now(),
                 duration_seconds=round(time.monotonic() - start, 6),
                 executable=executable,
+                launch_fault="binary_missing" if exc.errno in _MISSING else None,
             )
         with _live_lock:
             _live_groups.add(proc.pid)

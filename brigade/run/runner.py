@@ -242,7 +242,15 @@ def execute_seat(
         stdout = _read_text(rdir / STDOUT)
         stderr = _read_text(rdir / STDERR)
         if result.launched and not result.timed_out:
-            reading = adapter.read(exit_code=result.exit_code, stdout=stdout, stderr=stderr)
+            # files the adapter asked for (an exec program's usage file), when written
+            files = {
+                name: _read_text(rdir / name)
+                for name in invocation.output_files
+                if (rdir / name).is_file()
+            }
+            reading = adapter.read(
+                exit_code=result.exit_code, stdout=stdout, stderr=stderr, files=files
+            )
         else:
             reading = Reading(final_text=stdout if result.launched else "")
         status, kind, detail = _run_status(result, reading)

@@ -4,10 +4,10 @@
 `main(name)`. Each launch appends {argv, stdin, prompt, cwd, env} to
 `<binary>.calls.jsonl` beside it, finds the prompt where that CLI takes it
 (stdin, after `--`, or an option's value) and answers in that CLI's real
-output format. `SCENARIO:<word>` in the prompt picks the answer: rate, 5xx,
-empty or plain (the agent's own failure), or untrusted (cursor, codex: the
-workspace-trust refusal they also give without their trust flag); anything
-else succeeds with "All good.".
+output format. `SCENARIO:<word>` in the prompt picks the answer, one of
+SCENARIOS (see cli_outputs.py; a CLI without that case answers normally), or
+untrusted (cursor, codex: the workspace-trust refusal they also give without
+their trust flag); anything else succeeds with "All good.".
 """
 
 from __future__ import annotations
@@ -32,7 +32,20 @@ BINARIES = {
     "ollama": "ollama",
 }
 
-SCENARIOS = ("rate", "5xx", "empty", "plain")
+# every scenario but success, in the order tests list them
+SCENARIOS = (
+    "auth",
+    "quota",
+    "rate",
+    "overloaded",
+    "5xx",
+    "drop",
+    "maxturns",
+    "echo",
+    "empty",
+    "plain",
+    "turns",
+)
 
 # CLIs that refuse to work in a workspace they do not trust, what they print, and
 # the flag that tells them to go ahead (the adapters pass it; `SCENARIO:untrusted`
@@ -109,8 +122,9 @@ def main(name: str) -> int:
         if flag not in args or "SCENARIO:untrusted" in prompt:
             sys.stderr.write(refusal + "\n")
             return 1
-    scenario = next((s for s in SCENARIOS if f"SCENARIO:{s}" in prompt), "success")
-    code, out, err = SAMPLES[name][scenario]
+    samples = SAMPLES[name]
+    scenario = next((s for s in SCENARIOS if f"SCENARIO:{s}" in prompt and s in samples), "success")
+    code, out, err = samples[scenario]
     sys.stdout.write(out)
     sys.stderr.write(err)
     return code

@@ -37,19 +37,33 @@ def read_message() -> Any:
     return message
 
 
+THREAD = "019dcc58-bb7f-7b03-b82d-ed433f201b22"
+
+
 def exec_mode() -> int:
+    """`codex exec --json`: JSONL events as codex prints them."""
     prompt = sys.stdin.read()
-    events: list[dict[str, Any]] = [{"type": "thread.started"}, {"type": "turn.started"}]
-    code = 0
+    emit({"type": "thread.started", "thread_id": THREAD})
+    emit({"type": "turn.started"})
     if "rate" in prompt:
-        events.append({"type": "turn.failed", "error": {"message": "429 Too Many Requests"}})
-        code = 1
-    else:
-        item = {"type": "agent_message", "text": "hello from codex"}
-        events += [{"type": "item.completed", "item": item}, {"type": "turn.completed"}]
-    for event in events:
-        emit(event)
-    return code
+        message = (
+            "exceeded retry limit, last status: 429 Too Many Requests, "
+            "request id: 8c2f0a7e-1b3d-4e5f-9a6b-7c8d9e0f1a2b"
+        )
+        emit({"type": "error", "message": message})
+        emit({"type": "turn.failed", "error": {"message": message}})
+        return 1
+    item = {"id": "item_0", "type": "agent_message", "text": "hello from codex"}
+    emit({"type": "item.completed", "item": item})
+    usage = {
+        "input_tokens": 52580,
+        "cached_input_tokens": 24832,
+        "cache_write_input_tokens": 0,
+        "output_tokens": 417,
+        "reasoning_output_tokens": 128,
+    }
+    emit({"type": "turn.completed", "usage": usage})
+    return 0
 
 
 SANDBOXES = {"read-only", "workspace-write", "danger-full-access"}
@@ -139,6 +153,7 @@ def run_turn(
         error(request_id, -32001, "Server overloaded; retry later.")
         return
     turn = {"id": "turn_1", "status": "inProgress", "items": [], "error": None}
+    ids = {"threadId": "thr_1", "turnId": "turn_1"}
     emit({"id": request_id, "result": {"turn": turn}})
     emit({"method": "turn/started", "params": {"threadId": "thr_1", "turn": turn}})
     if "drop" in prompt:
@@ -149,14 +164,32 @@ def run_turn(
             handle.write(str(os.getpid()))
         time.sleep(600)
     if "usage" in prompt:
-        err = {"message": "You've hit your usage limit.", "codexErrorInfo": "usageLimitExceeded"}
-        emit({"method": "error", "params": {"error": err, "willRetry": False}})
+        err = {
+            "message": "You've hit your usage limit. Try again later.",
+            "codexErrorInfo": "usageLimitExceeded",
+            "additionalDetails": None,
+        }
+        emit({"method": "error", "params": {"error": err, "willRetry": False, **ids}})
+        turn_done("thr_1", "failed", err)
+        return
+    if "auth" in prompt:
+        err = {
+            "message": "Your access token could not be refreshed because your refresh token "
+            "was revoked. Please log out and sign in again.",
+            "codexErrorInfo": "unauthorized",
+            "additionalDetails": None,
+        }
+        emit({"method": "error", "params": {"error": err, "willRetry": False, **ids}})
         turn_done("thr_1", "failed", err)
         return
     if "5xx" in prompt:
-        info = {"httpConnectionFailed": {"httpStatusCode": 503}}
-        err = {"message": "upstream failed", "codexErrorInfo": info}
-        emit({"method": "error", "params": {"error": err, "willRetry": True}})
+        info = {"responseTooManyFailedAttempts": {"httpStatusCode": 503}}
+        err = {
+            "message": "exceeded retry limit, last status: 503 Service Unavailable",
+            "codexErrorInfo": info,
+            "additionalDetails": None,
+        }
+        emit({"method": "error", "params": {"error": err, "willRetry": False, **ids}})
         turn_done("thr_1", "failed", err)
         return
     if "context" in prompt:
@@ -195,6 +228,15 @@ def run_turn(
         agent_message(prompt)
     else:
         agent_message("hello from codex app-server")
+    total = {
+        "totalTokens": 28912,
+        "inputTokens": 28794,
+        "cachedInputTokens": 23040,
+        "outputTokens": 118,
+        "reasoningOutputTokens": 64,
+    }
+    usage = {"total": total, "last": total, "modelContextWindow": 272000}
+    emit({"method": "thread/tokenUsage/updated", "params": {**ids, "tokenUsage": usage}})
     turn_done("thr_1", "completed")
 
 
