@@ -1979,3 +1979,188 @@ def local(year: int, month: int, day: int, hour: int, minute: int) -> float:
 )
 def test_retry_after(text: str, wait: float | None) -> None:
     assert retry_after(text, NOW) == (None if wait is None else round(wait, 3))
+
+
+def test_codex_transcript_of_file_changes_and_mcp_calls() -> None:
+    stdout = jsonl(
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_0",
+                "type": "file_change",
+                "changes": [{"path": "src/lib.rs", "kind": "update"}],
+                "status": "completed",
+            },
+        },
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_1",
+                "type": "mcp_tool_call",
+                "server": "github",
+                "tool": "search",
+                "arguments": {"q": "bug"},
+                "result": {
+                    "content": [{"type": "text", "text": "3 issues"}],
+                    "structured_content": None,
+                },
+                "error": None,
+                "status": "completed",
+            },
+        },
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_2",
+                "type": "mcp_tool_call",
+                "server": "github",
+                "tool": "get",
+                "arguments": {},
+                "result": None,
+                "error": {"message": "not found"},
+                "status": "failed",
+            },
+        },
+        {"type": "item.completed", "item": {"id": "item_3", "type": "web_search", "query": "rust"}},
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_4",
+                "type": "command_execution",
+                "command": "cargo test",
+                "aggregated_output": "1 failed",
+                "exit_code": 101,
+                "status": "failed",
+            },
+        },
+        {
+            "type": "item.completed",
+            "item": {"id": "item_5", "type": "agent_message", "text": "done"},
+        },
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 1, "cached_input_tokens": 0, "output_tokens": 1},
+        },
+    )
+    reading = AGENTS["codex"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.transcript == (
+        call("file_change", {"changes": [{"path": "src/lib.rs", "kind": "update"}]}, "item_0"),
+        result("file_change", "completed", "item_0"),
+        call("github.search", {"q": "bug"}, "item_1"),
+        result("github.search", "3 issues", "item_1"),
+        call("github.get", {}, "item_2"),
+        result("github.get", "not found", "item_2", is_error=True),
+        Entry(kind="tool_call", name="web_search", input={"query": "rust"}, call_id="item_3"),
+        call("shell", {"command": "cargo test"}, "item_4"),
+        result("shell", "1 failed", "item_4", is_error=True),
+        said("done"),
+    )
+
+
+def test_cursor_transcript_of_function_tools_and_failures() -> None:
+    stdout = jsonl(
+        {
+            "type": "tool_call",
+            "subtype": "started",
+            "call_id": "c1",
+            "tool_call": {"function": {"name": "grep", "arguments": '{"pattern":"x"}'}},
+        },
+        {
+            "type": "tool_call",
+            "subtype": "completed",
+            "call_id": "c1",
+            "tool_call": {
+                "function": {
+                    "name": "grep",
+                    "arguments": '{"pattern":"x"}',
+                    "result": {"error": {"message": "no match"}},
+                }
+            },
+        },
+        {"type": "result", "subtype": "success", "is_error": False, "result": "none found"},
+    )
+    reading = AGENTS["cursor"].read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.final_text == "none found"
+    assert reading.transcript == (
+        call("grep", '{"pattern":"x"}', "c1"),
+        result("grep", '{"message": "no match"}', "c1", is_error=True),
+    )
+
+
+def test_failed_tools_of_opencode_goose_and_copilot() -> None:
+    opencode = jsonl(
+        {
+            "type": "tool_use",
+            "sessionID": "s",
+            "part": {
+                "type": "tool",
+                "tool": "edit",
+                "callID": "e1",
+                "state": {
+                    "status": "error",
+                    "input": {"filePath": "a.py"},
+                    "error": "file not found",
+                },
+            },
+        },
+        {"type": "text", "sessionID": "s", "part": {"type": "text", "text": "gave up"}},
+    )
+    reading = AGENTS["opencode"].read(exit_code=0, stdout=opencode, stderr="", now=NOW)
+    assert reading.transcript == (
+        call("edit", {"filePath": "a.py"}, "e1"),
+        result("edit", "file not found", "e1", is_error=True),
+        said("gave up"),
+    )
+    goose = out.goose_output(
+        out.goose_message(
+            "assistant",
+            {
+                "type": "toolRequest",
+                "id": "t1",
+                "toolCall": {
+                    "status": "success",
+                    "value": {"name": "developer__shell", "arguments": {"command": "x"}},
+                },
+            },
+        ),
+        out.goose_message(
+            "user",
+            {
+                "type": "toolResponse",
+                "id": "t1",
+                "toolResult": {"status": "error", "error": "-32603: boom"},
+            },
+        ),
+        out.goose_message("assistant", {"type": "text", "text": "failed"}),
+    )
+    reading = AGENTS["goose"].read(exit_code=0, stdout=goose, stderr="", now=NOW)
+    assert reading.transcript is not None
+    assert reading.transcript[1:3] == (
+        call("developer__shell", {"command": "x"}, "t1"),
+        result("developer__shell", "-32603: boom", "t1", is_error=True),
+    )
+    copilot = jsonl(
+        out.cp(
+            "tool.execution_start",
+            {"toolCallId": "k", "toolName": "shell", "arguments": {"command": "rm"}},
+        ),
+        out.cp(
+            "tool.execution_complete",
+            {
+                "toolCallId": "k",
+                "success": False,
+                "error": {"message": "Denied by preToolUse hook: no", "code": "denied"},
+            },
+        ),
+        out.cp("assistant.message", {"content": "not allowed", "model": "gpt-5.4"}),
+        out.copilot_result(0),
+    )
+    reading = AGENTS["copilot"].read(exit_code=0, stdout=copilot, stderr="", now=NOW)
+    assert reading.final_text == "not allowed"
+    assert reading.transcript == (
+        call("shell", {"command": "rm"}, "k"),
+        result("shell", "Denied by preToolUse hook: no", "k", is_error=True),
+        said("not allowed"),
+    )
