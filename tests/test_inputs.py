@@ -361,7 +361,8 @@ BAD: dict[str, Bad] = {
     "missing default roster": Bad(
         {"sub/m.yaml": MANIFEST},
         "sub/m.yaml: ",
-        "no roster found (there is no roster.yaml beside it)",
+        "no roster found (there is no roster.yaml beside it and no .brigade/roster.toml in the "
+        "workspace",
         args=("validate", "sub/m.yaml"),
     ),
     "missing roster named by manifest": Bad(

@@ -90,6 +90,8 @@ def expand(
     """
     seats: list[SeatSpec] = []
     for index, name in enumerate(manifest.seats):
+        if name in roster.unusable:
+            raise InputError(f"{manifest.path}: seats[{index}]: {roster.unusable[name]}")
         if name not in roster.seats:
             defined = ", ".join(sorted(roster.seats))
             raise InputError(

@@ -96,3 +96,6 @@ class Roster:
     codex_transport: str
     timeout_seconds: float
     executor: ExecutorSpec | None = None  # the roster's `executor`, when it has one
+    # seats a manifest cannot use, with the one-line problem (agents of an original
+    # roster.toml that brigade cannot run: no cli, or a cli it has no adapter for)
+    unusable: Mapping[str, str] = field(default_factory=dict)

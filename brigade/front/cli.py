@@ -37,7 +37,8 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--roster",
         type=Path,
-        help="roster file (default: the manifest's `roster` key, else roster.yaml beside it)",
+        help="roster file (default: the manifest's `roster` key, else roster.yaml beside it, "
+        "else .brigade/roster.toml in the workspace)",
     )
 
 
@@ -101,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         executor=args.executor,
         scheduler=args.scheduler,
     )
-    inputs = load_inputs(options.manifest, options.roster)
+    inputs = load_inputs(options.manifest, options.roster, options.workspace)
     workspace = (options.workspace or Path.cwd()).absolute()
     # hold the lock before scanning, so the scan sees a quiet output directory
     out = (options.out or default_out(workspace, inputs[0].name)).absolute()

@@ -94,9 +94,11 @@ def _long_lived() -> Iterator[None]:
 
 
 @_long_lived()
-def load_inputs(manifest_path: Path, explicit_roster: Path | None) -> tuple[Manifest, Roster, str]:
+def load_inputs(
+    manifest_path: Path, explicit_roster: Path | None, workspace: Path | None = None
+) -> tuple[Manifest, Roster, str]:
     """Load and validate the manifest and its roster (built to last the whole run)."""
-    return loading.load_inputs(manifest_path, explicit_roster)
+    return loading.load_inputs(manifest_path, explicit_roster, workspace)
 
 
 def grader_warnings(manifest: Manifest) -> list[str]:
@@ -215,7 +217,7 @@ def _expand_cached(
 
 def plan_only(options: Options) -> tuple[Plan, Path]:
     """Load inputs and build the plan against the previous plan.json; writes nothing."""
-    manifest, roster, label = load_inputs(options.manifest, options.roster)
+    manifest, roster, label = load_inputs(options.manifest, options.roster, options.workspace)
     workspace = _workspace(options)
     out = (options.out or default_out(workspace, manifest.name)).absolute()
     context = _context(options, label, workspace)
@@ -251,7 +253,9 @@ _SCHEDULER_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 @_long_lived()
 def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None = None) -> Session:
     """Load (unless `inputs` are given), plan, scan the output directory; decide every cell."""
-    manifest, roster, label = inputs or load_inputs(options.manifest, options.roster)
+    manifest, roster, label = inputs or load_inputs(
+        options.manifest, options.roster, options.workspace
+    )
     executor = resolve_executor(options, roster)
     workspace = _workspace(options)
     if manifest.execution_mode == "writable-worktree":

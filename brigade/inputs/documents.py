@@ -1,9 +1,10 @@
-"""Read YAML and JSON input documents strictly, with one-line errors."""
+"""Read YAML, JSON and TOML input documents strictly, with one-line errors."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,15 +114,40 @@ def read_bytes(path: Path, label: str) -> bytes:
         raise InputError(f"{label}: cannot read: {exc.strerror}") from None
 
 
+_TOML_PLACE = re.compile(r" \(at line (\d+), column (\d+)\)$")
+
+
+def parse_toml(text: str, label: str) -> Any:
+    """Parse TOML (the standard library's tomllib); InputError naming `label` on any problem."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # "Invalid value (at line 3, column 8)": the place first, as for YAML and JSON
+        message = _one_line(str(exc))
+        place = _TOML_PLACE.search(message)
+        if place:
+            message = f"line {place[1]} column {place[2]}: {message[: place.start()]}"
+        raise InputError(f"{label}: {message}") from None
+    except RecursionError:
+        raise InputError(f"{label}: the document is nested too deeply") from None
+
+
 def parse_document(data: bytes, path: Path, label: str) -> Any:
+    """Parse a document by its name: JSON (.json), TOML (.toml), else YAML."""
     text = decode_utf8(data, label)
-    doc = parse_text(text, json_only=path.suffix.lower() == ".json", label=label)
+    suffix = path.suffix.lower()
+    if suffix == ".toml":
+        doc = parse_toml(text, label)
+    else:
+        doc = parse_text(text, json_only=suffix == ".json", label=label)
     check_json_shaped(doc, label)
     return doc
 
 
 def read_document(path: Path, label: str | None = None) -> Any:
-    """Read a YAML or JSON file (JSON when the name ends in .json)."""
+    """Read a YAML, JSON or TOML file (by the end of its name: .json, .toml, else YAML)."""
     label = label or str(path)
     return parse_document(read_bytes(path, label), path, label)
 

@@ -21,9 +21,17 @@ from brigade.inputs.validated import read_valid_document
 ROSTER_SCHEMA = "brigade.roster.v1"
 
 
+# the original tool's roster (.brigade/roster.toml): no `schema` key, seats in [agents.NAME]
+TOML_ROSTER_SCHEMA = "brigade.roster_toml.v1"
+
+
 def load_roster(path: Path, label: str | None = None) -> Roster:
-    """Read and validate a roster file; InputError (exit 2) on any problem."""
+    """Read and validate a roster file (a .toml name: the original tool's roster.toml);
+    InputError (exit 2) on any problem."""
     label = label or str(path)
+    if path.suffix.lower() == ".toml":
+        doc = read_valid_document(path, label, TOML_ROSTER_SCHEMA)
+        return roster_from_toml(doc, path, label, validated=True)
     doc = read_valid_document(path, label, ROSTER_SCHEMA)
     return roster_from_document(doc, path, label, validated=True)
 
@@ -66,4 +74,63 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             if raw_executor is not None
             else None
         ),
+    )
+
+
+def _text(value: Any) -> str | None:
+    # the original tool strips these fields before they enter a cell's identity
+    return value.strip() if isinstance(value, str) else None
+
+
+def roster_from_toml(doc: Any, path: Path, label: str, *, validated: bool = False) -> Roster:
+    """SeatSpecs from the original tool's roster.toml, with the identity it derives.
+
+    Each `[agents.NAME]` table is a seat: `cli`, `model`, `reasoning` and
+    `transport_version` stripped, `transport` defaulting to `direct`, `env` as
+    written, `codex_transport` for codex seats. Keys brigade does not use
+    (orchestrator, role, purpose, fallback, requires, stats, caveats, most of
+    [limits]) are ignored. An agent brigade cannot run (no cli, or a cli it has
+    no adapter for) is refused only when a manifest names it.
+    """
+    from brigade.adapters import check_cli
+
+    if not validated:
+        schemas.check_input(doc, TOML_ROSTER_SCHEMA, label)
+    codex_transport = doc.get("codex_transport", DEFAULT_CODEX_TRANSPORT)
+    limits = doc.get("limits") or {}
+    default_timeout = float(limits.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS))
+    roster_dir = str(path.resolve().parent)
+    seats: dict[str, SeatSpec] = {}
+    unusable: dict[str, str] = {}
+    for name, raw in doc["agents"].items():
+        cli = _text(raw.get("cli"))
+        if cli is None:
+            where = format_path(["agents", name])
+            unusable[name] = (
+                f"{label}: {where}: agent {name!r} has no cli (an endpoint seat); "
+                "brigade runs agent CLIs only"
+            )
+            continue
+        problem = check_cli(cli)
+        if problem:
+            unusable[name] = f"{label}: {format_path(['agents', name, 'cli'])}: {problem}"
+            continue
+        seats[name] = SeatSpec(
+            name=name,
+            cli=cli,
+            model=_text(raw.get("model")),
+            reasoning=_text(raw.get("reasoning")),
+            transport=raw.get("transport", DEFAULT_TRANSPORT),
+            transport_version=_text(raw.get("transport_version")),
+            env=dict(raw.get("env") or {}),
+            timeout_seconds=float(raw.get("timeout_seconds", default_timeout)),
+            codex_transport=codex_transport if cli == "codex" else None,
+            roster_dir=roster_dir,
+        )
+    return Roster(
+        path=path,
+        seats=seats,
+        codex_transport=codex_transport,
+        timeout_seconds=default_timeout,
+        unusable=unusable,
     )

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # jsonschema is imported when a document is first validated
 FILES = {
     "brigade.eval_manifest.v1": "eval_manifest.v1.json",
     "brigade.roster.v1": "roster.v1.json",
+    "brigade.roster_toml.v1": "roster_toml.v1.json",
     "brigade.eval_plan.v1": "eval_plan.v1.json",
     "brigade.eval_cell.v1": "eval_cell.v1.json",
     "brigade.grader_result.v1": "grader_result.v1.json",
