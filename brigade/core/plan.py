@@ -210,10 +210,29 @@ def build_plan(
 
 
 def plan_from_document(doc: dict[str, Any]) -> Plan:
-    """Rebuild a Plan from plan.json (for commands that only get an output directory)."""
+    """Rebuild a Plan from plan.json (for commands that only get an output directory).
+
+    The original tool's plan.json names each cell's seat only: such a seat's
+    spec is unknown (empty `cli`) and its cells have no run_key (never reused).
+    """
     cells = []
     for raw in doc["cells"]:
         seat_doc = raw["seat"]
+        if isinstance(seat_doc, str):
+            cells.append(
+                Cell(
+                    cell_id=raw["cell_id"],
+                    coordinate=raw["coordinate"],
+                    case_id=raw["case_id"],
+                    prompt=raw["prompt"],
+                    seat=SeatSpec(name=seat_doc, cli=""),
+                    trial=raw["trial"],
+                    graders=tuple(raw["graders"]),
+                    execution_mode=raw["execution_mode"],
+                    run_key="",
+                )
+            )
+            continue
         seat = SeatSpec(
             name=seat_doc["seat"],
             cli=seat_doc["cli"],

@@ -27,7 +27,7 @@ from brigade.core.projection import (
     project_summary,
 )
 from brigade.inputs import schemas
-from brigade.outdir import store
+from brigade.outdir import legacy, store
 from brigade.outdir.results import current_receipts
 
 
@@ -209,6 +209,8 @@ def export(
             continue
         doc = load()
         if isinstance(doc, dict):
+            if doc.get("schema") == legacy.ORIGINAL_PLAN_SCHEMA:
+                tag = None  # the original tool's plan.json: no schema of ours to hold it to
             # plan and summary grow with the plan: compact, validated by sample
             _write(target, project(doc, secrets), tag, compact=True)
             written[name] = stamp

@@ -9,9 +9,9 @@ from typing import Any
 
 from brigade.core.clock import utc_now
 from brigade.core.identity import text_digest
-from brigade.core.plan import Plan
+from brigade.core.plan import PLAN_SCHEMA, Plan
 from brigade.errors import InputError
-from brigade.outdir import store
+from brigade.outdir import legacy, store
 
 Receipts = dict[str, Mapping[str, Any] | None]  # full receipts, or slim views of them
 # above this many cells summary.json is written compact and validated by sample
@@ -66,7 +66,8 @@ def write_summary(out: Path, plan: Plan, receipts: Receipts | None = None) -> di
 def read_plan_document(out: Path) -> dict[str, Any]:
     """plan.json of an output directory; InputError when there is none."""
     doc = store.read_json(out / store.PLAN_FILE)
-    if not isinstance(doc, dict) or doc.get("schema") != "brigade.eval_plan.v1":
+    tags = (PLAN_SCHEMA, legacy.ORIGINAL_PLAN_SCHEMA)  # ours, or the original tool's
+    if not isinstance(doc, dict) or doc.get("schema") not in tags:
         raise InputError(f"{out}: no readable plan.json here; is this a brigade output directory?")
     return doc
 

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.taxonomy import STATES
 from brigade.inputs import schemas
+from brigade.outdir import legacy
 
 PLAN_FILE = "plan.json"
 # a cache: plan.json's stat and key, so an unchanged plan is not parsed again
@@ -240,8 +241,13 @@ class Recorded:
         return self.receipt["state"] if self.receipt is not None else None
 
 
-def recorded_from(doc: Any, cell_id: str) -> Recorded:
-    """Interpret a parsed cell.json for `cell_id` (pure)."""
+def recorded_from(doc: Any, cell_id: str, out: Path | None = None) -> Recorded:
+    """Interpret a parsed cell.json for `cell_id` (pure).
+
+    With `out`, a trusted receipt is viewed in this output directory's terms
+    (legacy.receipt_view): what a receipt of the original tool lacks is derived,
+    and a run folder recorded elsewhere is the attempt's in the cell's own folder.
+    """
     if not isinstance(doc, dict):
         return Recorded(None, None)
     attempt = doc.get("attempt")
@@ -252,7 +258,17 @@ def recorded_from(doc: Any, cell_id: str) -> Recorded:
         and doc.get("cell_id") == cell_id
         and doc.get("state") in STATES
     )
-    return Recorded(doc if trusted else None, attempt)
+    if not trusted:
+        return Recorded(None, attempt)
+    if out is not None:
+        base = os.path.abspath(out)
+        local = (
+            f"{base}/{CELLS_DIR}/{cell_id}/{ATTEMPTS_DIR}/{attempt_name(attempt)}/{RUN_DIR}"
+            if attempt is not None
+            else None
+        )
+        doc = legacy.receipt_view(doc, base, local)
+    return Recorded(doc, attempt)
 
 
 @contextlib.contextmanager
@@ -434,7 +450,7 @@ def read_receipt_indexed(
             if slim is not None:
                 entry[1] = slim
                 return Seen(slim, attempt), False
-    recorded = recorded_from(read_json(out / CELLS_DIR / relative), cell_id)
+    recorded = recorded_from(read_json(out / CELLS_DIR / relative), cell_id, out)
     slim = slim_receipt(recorded.receipt) if recorded.receipt is not None else None
     if info is None:
         index.pop(cell_id, None)
@@ -452,7 +468,7 @@ def read_receipt(out: Path, cell_id: str) -> Recorded:
     base = cell_dir(out, cell_id)
     if os.path.islink(base):
         return NOTHING
-    return recorded_from(read_json(base / RECEIPT_FILE), cell_id)
+    return recorded_from(read_json(base / RECEIPT_FILE), cell_id, out)
 
 
 def attempt_numbers(cell_path: Path) -> list[int]:

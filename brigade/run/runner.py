@@ -27,7 +27,7 @@ from brigade.core.taxonomy import (
     decide,
 )
 from brigade.errors import EnvironmentProblem, TamperedOutput
-from brigade.outdir import store
+from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, worktree
 from brigade.run.doctor import executable_version
@@ -567,6 +567,10 @@ def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, An
 def verify_output(ctx: RunContext, receipt: dict[str, Any]) -> Path:
     """The run folder of a receipt after checking final.txt against output_digest."""
     rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
+    if "output_digest" not in receipt:
+        # the original tool kept the digest in grader results only (the store's view
+        # brings it up): a cell it graded with no grader recorded none to verify against
+        return rdir
     actual = store.file_digest(rdir / FINAL)
     if actual != receipt.get("output_digest"):
         found = actual or "missing"
@@ -605,11 +609,15 @@ def regrade(
     run_doc = store.read_json(rdir / RUN_RECORD)
     if not isinstance(run_doc, dict):
         raise TamperedOutput(f"{cell.coordinate}: {rdir / RUN_RECORD} is missing or corrupt")
+    if "exit_code" not in run_doc:  # the original tool's run.json: the receipt has it
+        run_doc = {**run_doc, "exit_code": receipt.get("exit_code")}
     results = graders.run_graders(cell.graders, grade_context(ctx, cell, rdir, run_doc))
     verdict = classify_grades(results)
     if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
     updated = {k: v for k, v in receipt.items() if k not in ("failure_reason", "failure_detail")}
+    if legacy.is_original_receipt(receipt):
+        updated.update(_current_fields(cell, receipt, rdir))
     updated.update(
         {
             "state": verdict.state,
@@ -623,6 +631,19 @@ def regrade(
         updated["failure_detail"] = verdict.detail
     store.write_receipt(ctx.out, updated, durable=durable)
     return updated
+
+
+def _current_fields(cell: Cell, receipt: dict[str, Any], rdir: Path) -> dict[str, Any]:
+    """What a receipt of the original tool lacks in the current format (for its regrade)."""
+    fields: dict[str, Any] = {
+        "case": {"id": receipt["case_id"], "prompt": receipt.get("prompt", cell.prompt)},
+        "grader_specs": list(cell.graders),
+        "output_digest": store.file_digest(rdir / FINAL),
+        "run_dir": str(rdir),
+    }
+    if cell.seat.cli:  # known from a roster (a plan.json of the original names seats only)
+        fields["seat"] = cell.seat.identity()
+    return fields
 
 
 def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
