@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -529,3 +532,106 @@ def test_verify_receipt_expected_status(tmp_path: Path) -> None:
 def test_verify_receipt_without_workspace(tmp_path: Path) -> None:
     spec = {"type": "verify_receipt", "path": "r.json"}
     assert outcome(context(tmp_path, workspace=False), spec) == ERROR
+
+
+# --- time limits, FIFOs, deep and huge JSON (issue 15, items 4 and 7) -------------------
+
+
+def test_a_backtracking_pattern_is_stopped_at_its_time_limit(tmp_path: Path) -> None:
+    ctx = context(tmp_path, "a" * 40 + "!")
+    spec = {"type": "regex_output", "pattern": "^(a|aa)+$", "timeout_seconds": 0.2}
+    result = grade(ctx, spec)
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"].startswith("stopped at its time limit of 0.2 s (timeout_seconds)")
+    forbidden = {"type": "diff_constraints", "forbidden": ["^(a|aa)+$"], "timeout_seconds": 0.2}
+    changed = context(tmp_path, changed_files=("a" * 40 + "!",))
+    assert outcome(changed, forbidden) == ERROR
+
+
+@pytest.mark.parametrize("limit", [0, -1, "5", True, 1e9, None])
+def test_a_bad_time_limit_is_a_grader_error(tmp_path: Path, limit: Any) -> None:
+    spec = {"type": "exact_output", "expected": "hello", "timeout_seconds": limit}
+    result = grade(context(tmp_path), spec)
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"].startswith("field 'timeout_seconds' must be a number of seconds")
+    assert spec_problem(spec) == result["detail"]
+
+
+def test_a_grader_that_takes_longer_than_its_limit_is_a_grader_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from brigade.run import graders
+
+    clock = iter([0.0, 100.0, 200.0, 300.0])
+    monkeypatch.setattr(graders.time, "perf_counter", lambda: next(clock))
+    result = grade(context(tmp_path), {"type": "exact_output", "expected": "hello"})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"] == ("took 100.0 s, more than its time limit of 10 s (timeout_seconds)")
+
+
+def test_nested_repetition_is_recognised() -> None:
+    from brigade.run.graders import nested_repetition, pattern_warnings
+
+    for pattern in ["^(a+)+$", "(x*)*y", "((ab)+c)*", r"(\w+\s?)+$", "(?:a{1,}b?)+"]:
+        assert nested_repetition(pattern), pattern
+    for pattern in ["a+b+", "(ab)+", "(a{2})+", "[a+]+", "(a|b)+", "(", "ok"]:
+        assert not nested_repetition(pattern), pattern
+    assert pattern_warnings({"type": "diff_constraints", "forbidden": ["(a+)+", "b"]}) == [
+        "pattern '(a+)+' repeats a group that itself repeats (like (a+)+): it can take "
+        "exponential time, and is stopped at the grader's time limit (grader_error)"
+    ]
+
+
+@pytest.mark.parametrize("grader", ["verify_receipt", "file_exists"])
+def test_a_fifo_left_by_the_agent_is_never_opened(tmp_path: Path, grader: str) -> None:
+    ctx = context(tmp_path)
+    os.mkfifo(tmp_path / "work" / "r.json")
+    result = grade(ctx, {"type": grader, "path": "r.json"})
+    if grader == "verify_receipt":
+        assert (result["status"], result["score"]) == FAIL
+        assert result["detail"] == "r.json is not a readable regular file of at most 16 MiB"
+    else:
+        assert (result["status"], result["score"]) == PASS
+
+
+def test_a_fifo_as_expected_file_is_a_grader_error(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    os.mkfifo(tmp_path / "manifest" / "expected.txt")
+    result = grade(ctx, {"type": "expected_file", "path": "expected.txt"})
+    assert (result["status"], result["score"]) == ERROR
+    assert result["detail"] == (
+        "cannot read expected file 'expected.txt': it is not a regular file"
+    )
+
+
+def nested_json(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+@pytest.mark.parametrize(
+    ("output", "path", "detail"),
+    [
+        (nested_json(5000), "0", "output is JSON nested deeper than 200 levels"),
+        (nested_json(300), "0", "output is JSON nested deeper than 200 levels"),
+        ('{"a": [1, 2]}', "a." + "9" * 5000, "a." + "9" * 5000 + " is absent from the output"),
+        ('{"a": [1, 2]}', "a.-" + "9" * 30, "a.-" + "9" * 30 + " is absent from the output"),
+        ('{"a": [1, 2]}', "a.\u00b2", "a.\u00b2 is absent from the output"),
+    ],
+    ids=["5000 deep", "300 deep", "huge index", "huge negative index", "unicode digit"],
+)
+def test_deep_json_and_huge_indexes_are_failing_grades(
+    tmp_path: Path, output: str, path: str, detail: str
+) -> None:
+    result = grade(context(tmp_path, output), {"type": "json_field", "path": path, "expected": 1})
+    assert (result["status"], result["score"]) == FAIL
+    assert result["detail"] == detail
+
+
+def test_json_field_shows_values_with_secrets_replaced_before_cutting(tmp_path: Path) -> None:
+    secret = "a secret that must not be shown " * 3
+    ctx = dataclasses.replace(
+        context(tmp_path, json.dumps({"said": "x" * 190 + secret})),
+        redact=lambda text: text.replace(secret, "<prompt>"),
+    )
+    result = grade(ctx, {"type": "json_field", "path": "said", "expected": 1})
+    assert result["detail"] == f'said = "{"x" * 190}<prompt>", expected 1'

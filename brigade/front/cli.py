@@ -17,7 +17,14 @@ from brigade import __version__
 from brigade.core.plan import Plan, expand, plan_from_document
 from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT
 from brigade.errors import BrigadeError, InputError
-from brigade.front.session import Options, default_out, grader_warnings, load_inputs, plan_only
+from brigade.front.session import (
+    Options,
+    default_out,
+    grader_warnings,
+    load_inputs,
+    plan_only,
+    resolve_workspace,
+)
 from brigade.outdir import lock, store
 from brigade.outdir.results import current_receipts, read_plan_document, summarize, write_summary
 from brigade.run import proc
@@ -103,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
     )
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
-    workspace = (options.workspace or Path.cwd()).absolute()
+    workspace = resolve_workspace(options)  # refused before the lock creates anything
     # hold the lock before scanning, so the scan sees a quiet output directory
     out = (options.out or default_out(workspace, inputs[0].name)).absolute()
     lock.acquire(out, wait=args.wait)
@@ -152,6 +159,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     from brigade.run.runner import RunContext, regrade, verify_output
 
     out = _output_dir(args.dir)
+    store.check_layout(out)
     plan = _load_plan(out)
     context = plan.context or {}
     workspace = _plan_workspace(plan)
@@ -266,6 +274,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
 
     out = _output_dir(args.dir)
+    store.check_layout(out)
     plan = _load_plan(out)
     receipts = current_receipts(out, plan)
     summary = summarize(out, plan, receipts)
@@ -294,6 +303,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from brigade.outdir.export import export
 
     out = _output_dir(args.dir)
+    store.check_layout(out)
     plan = _load_plan(out)
     # the run's own workspace, as doit's export uses: the same export state serves both
     result = export(out, plan, dest=args.to, workspace=_plan_workspace(plan))
@@ -438,13 +448,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrigadeError as exc:
         print(f"brigade: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("brigade: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # output piped into `head` and the like: stop quietly, like cat does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # the output directory's storage failing (a full disk, a read-only folder, a file
+        # where a folder goes): one line; what was written before stays whole
+        problem = store.storage_problem(exc)
+        if problem is None:
+            raise
+        print(f"brigade: {problem}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("brigade: interrupted", file=sys.stderr)
+        return 130
 
 
 def console() -> NoReturn:

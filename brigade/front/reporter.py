@@ -86,8 +86,10 @@ def make_reporter(info: RunInfo) -> type:
                 _skip_db_dump()
                 raise SystemExit(EXIT_UNUSABLE) from None
             self.locked = True
+            _guard_db_dump(self.refused)
             info.count = self._count
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            # a closed terminal (SIGHUP) stops the run like Ctrl-C or SIGTERM
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, self._on_signal)
             for note in info.notes:
                 self.err.write(f"brigade: {note}\n")
@@ -198,6 +200,29 @@ def make_reporter(info: RunInfo) -> type:
             return bucket
 
     return BrigadeReporter
+
+
+def _guard_db_dump(refused: list[str]) -> None:
+    """doit writes its DB after the last task: a full or read-only disk there is one line
+    and exit 2, not a traceback. The DB is a cache (a truncated one is dropped next time);
+    the receipts are already written."""
+    from doit.globals import Globals
+
+    manager = Globals.dep_manager
+    if manager is None:
+        return
+    close = manager.close
+
+    def guarded_close() -> None:
+        try:
+            close()
+        except OSError as exc:
+            problem = store.storage_problem(exc)
+            if problem is None:
+                raise
+            refused.append(problem + " (doit's DB, a cache: the results are kept)")
+
+    manager.close = guarded_close
 
 
 def _skip_db_dump() -> None:

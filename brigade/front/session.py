@@ -120,6 +120,11 @@ def grader_warnings(manifest: Manifest) -> list[str]:
                     f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]: {problem} "
                     "— this grader will record grader_error until fixed"
                 )
+            else:
+                lines.extend(
+                    f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]: {warning}"
+                    for warning in graders.pattern_warnings(spec)
+                )
         if len(lines) == before:
             clean.add(id(case.graders))
     return lines
@@ -218,7 +223,7 @@ def _expand_cached(
 def plan_only(options: Options) -> tuple[Plan, Path]:
     """Load inputs and build the plan against the previous plan.json; writes nothing."""
     manifest, roster, label = load_inputs(options.manifest, options.roster, options.workspace)
-    workspace = _workspace(options)
+    workspace = resolve_workspace(options)
     out = (options.out or default_out(workspace, manifest.name)).absolute()
     context = _context(options, label, workspace)
     return plan_against_disk(manifest, roster, label, out, context, compare=False).plan, out
@@ -257,7 +262,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         options.manifest, options.roster, options.workspace
     )
     executor = resolve_executor(options, roster)
-    workspace = _workspace(options)
+    workspace = resolve_workspace(options)
     if manifest.execution_mode == "writable-worktree":
         from brigade.run import worktree
 
@@ -265,6 +270,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
     out = (options.out or default_out(workspace, manifest.name)).absolute()
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: output path exists and is not a folder")
+    store.check_layout(out)
     on_disk = plan_against_disk(manifest, roster, label, out, _context(options, label, workspace))
     plan = on_disk.plan
     ctx = RunContext(
@@ -459,7 +465,8 @@ def _context(options: Options, roster_label: str, workspace: Path) -> dict[str, 
     }
 
 
-def _workspace(options: Options) -> Path:
+def resolve_workspace(options: Options) -> Path:
+    """The workspace (absolute); InputError when it is not an existing folder."""
     workspace = (options.workspace or Path.cwd()).absolute()
     if not workspace.is_dir():
         raise InputError(f"{workspace}: workspace is not a folder (--workspace / workspace=DIR)")

@@ -7,7 +7,6 @@ runs, so a stale decision can only cost a no-op.
 
 from __future__ import annotations
 
-import errno
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -19,7 +18,7 @@ from doit.exceptions import TaskFailed
 
 from brigade.core.plan import PLAN_SCHEMA, Cell, Plan
 from brigade.core.specs import ExecutorKind
-from brigade.errors import BrigadeError
+from brigade.errors import BrigadeError, EnvironmentProblem
 from brigade.front.reporter import REFUSED, RunInfo, make_reporter
 from brigade.front.session import Options, Session, open_session, save_indexes
 from brigade.outdir import store
@@ -48,10 +47,6 @@ def _states_line(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
 
 
-# the output directory's storage failing: a full disk, a read-only or forbidden folder
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
-
-
 def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
     """Run an action; bad input, tampering or unwritable storage fails the task on one line
     (a TaskFailed the action returns is passed on)."""
@@ -60,10 +55,10 @@ def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
     except BrigadeError as exc:
         return TaskFailed(REFUSED + str(exc))
     except OSError as exc:
-        if exc.errno not in STORAGE_ERRNOS:
+        problem = store.storage_problem(exc)
+        if problem is None:
             raise
-        where = exc.filename or "the output directory"
-        return TaskFailed(REFUSED + f"cannot write to {where}: {exc.strerror}")
+        return TaskFailed(REFUSED + problem)
     return result if isinstance(result, TaskFailed) else None
 
 
@@ -138,6 +133,19 @@ def dep_file(out: Path) -> str:
     path = out / store.DEP_FILE
     try:
         data = path.read_bytes()
+    except IsADirectoryError:
+        raise EnvironmentProblem(
+            f"{path}: is a folder where doit keeps its DB (move it away)"
+        ) from None
+    except PermissionError:
+        try:  # unreadable: it is only a cache, made again
+            path.unlink()
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"{path}: doit's DB cannot be read or removed ({exc.strerror}); it is only "
+                "a cache: delete it"
+            ) from None
+        return str(path)
     except OSError:
         return str(path)  # missing: doit starts a fresh one
     try:
@@ -394,9 +402,9 @@ def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
     """Everything dodo.py exposes; bad input prints one line and exits 2."""
     try:
         session = open_session(options_from_variables(variables))
+        info = run_info(session)
+        info.end_process = True
+        return namespace(session, info)
     except BrigadeError as exc:
         sys.stderr.write(f"brigade: {exc}\n")
         raise SystemExit(exc.exit_code) from None
-    info = run_info(session)
-    info.end_process = True
-    return namespace(session, info)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,11 +77,19 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+# a \u escape of half of a UTF-16 surrogate pair: valid JSON syntax, but alone it is no text
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def parse_text(text: str, *, json_only: bool, label: str) -> Any:
     """Parse a document's text; raise InputError naming `label` on any problem."""
     try:
         if json_only:
-            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+            doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+            if _SURROGATE_ESCAPE.search(text):
+                _refuse_lone_surrogates(doc, label)
+            return doc
         return _load_yaml(text, label)
     except json.JSONDecodeError as exc:
         raise InputError(f"{label}: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
@@ -87,6 +97,28 @@ def parse_text(text: str, *, json_only: bool, label: str) -> Any:
         raise InputError(f"{label}: the document is nested too deeply") from None
     except ValueError as exc:
         raise InputError(f"{label}: {_one_line(str(exc))}") from None
+
+
+def _refuse_lone_surrogates(doc: Any, label: str) -> None:
+    """JSON may spell half of a surrogate pair alone (`"\\ud800"`); no UTF-8 text holds it."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(doc, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if _SURROGATE.search(key):
+                    raise InputError(
+                        f"{label}: {format_path(path)}: a key holds a lone "
+                        "surrogate (a \\uD800-\\uDFFF escape without its pair)"
+                    )
+                stack.append((item, (*path, key)))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            raise InputError(
+                f"{label}: {format_path(path)}: a lone surrogate (a \\uD800-\\uDFFF escape "
+                "without its pair) is not text"
+            )
 
 
 def _load_yaml(text: str, label: str) -> Any:
@@ -104,14 +136,35 @@ def _load_yaml(text: str, label: str) -> Any:
 
 
 def read_bytes(path: Path, label: str) -> bytes:
+    """A regular file's bytes; InputError naming `label` otherwise. A FIFO or a device is
+    refused without reading (a FIFO would wait for a writer forever)."""
     try:
-        return path.read_bytes()
+        return read_regular_file(path)
     except FileNotFoundError:
         raise InputError(f"{label}: file not found") from None
     except IsADirectoryError:
         raise InputError(f"{label}: is a directory, expected a file") from None
     except OSError as exc:
-        raise InputError(f"{label}: cannot read: {exc.strerror}") from None
+        raise InputError(f"{label}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file. Opened without blocking, so a FIFO is refused at once
+    (IsADirectoryError for a folder, OSError ENODEV-like for anything else)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise OSError(0, f"not a regular file ({kind})", str(path))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 _TOML_PLACE = re.compile(r" \(at line (\d+), column (\d+)\)$")

@@ -9,7 +9,7 @@ from brigade.core.identity import canonical_json, normalize_prompt, sha256_hex, 
 from brigade.core.specs import DEFAULT_MODE, Case, Manifest
 from brigade.errors import InputError
 from brigade.inputs import schemas
-from brigade.inputs.documents import decode_utf8
+from brigade.inputs.documents import decode_utf8, read_regular_file
 from brigade.inputs.validated import read_valid_document
 
 MANIFEST_SCHEMA = "brigade.eval_manifest.v1"
@@ -101,11 +101,11 @@ def _read_prompt_file(base: Path, relative: str, where: str) -> str:
             "prompt files must live beside the manifest"
         )
     try:
-        data = target.read_bytes()
+        data = read_regular_file(target)
     except FileNotFoundError:
         raise InputError(f"{where}: {relative!r} does not exist") from None
     except IsADirectoryError:
         raise InputError(f"{where}: {relative!r} is a directory") from None
     except OSError as exc:
-        raise InputError(f"{where}: cannot read {relative!r}: {exc.strerror}") from None
+        raise InputError(f"{where}: cannot read {relative!r}: {exc.strerror or exc}") from None
     return normalize_prompt(decode_utf8(data, where))

@@ -36,6 +36,23 @@ def load_roster(path: Path, label: str | None = None) -> Roster:
     return roster_from_document(doc, path, label, validated=True)
 
 
+# seat fields that reach a command line or the seat's environment
+_PASSED_ON = ("cli", "model", "reasoning", "transport", "transport_version")
+
+
+def _refuse_nul(seat: dict[str, Any], where: list[Any], label: str) -> None:
+    """A NUL byte cannot be part of a command line or an environment variable: refused here,
+    not by every launch of the seat."""
+    fields = [([key], seat.get(key)) for key in _PASSED_ON]
+    fields += [(["env", key], value) for key, value in (seat.get("env") or {}).items()]
+    for path, value in fields:
+        if isinstance(value, str) and "\0" in value:
+            raise InputError(
+                f"{label}: {format_path([*where, *path])}: contains a NUL byte, which no "
+                "command line or environment variable can carry"
+            )
+
+
 def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = False) -> Roster:
     """Validate a parsed roster document (unless already done) and build SeatSpecs."""
     from brigade.adapters import check_cli  # adapters know which CLI names exist
@@ -51,6 +68,7 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
         if problem:
             where = format_path(["seats", name, "cli"])
             raise InputError(f"{label}: {where}: {problem}")
+        _refuse_nul(raw, ["seats", name], label)
         seats[name] = SeatSpec(
             name=name,
             cli=raw["cli"],

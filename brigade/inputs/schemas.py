@@ -32,6 +32,7 @@ FILES = {
     "brigade.eval_summary.v1": "eval_summary.v1.json",
     "brigade.run.v1": "run.v1.json",
     "brigade.worker_results.v1": "worker_results.v1.json",
+    "brigade.export.v1": "export.v1.json",
 }
 
 

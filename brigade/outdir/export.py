@@ -1,10 +1,18 @@
-"""Export projected receipts, plan and summary; check that nothing secret leaked."""
+"""Export projected receipts, plan and summary; check that nothing secret leaked.
+
+An export goes only into a folder brigade may call its own: the output directory's
+`export/`, a new or empty folder, or one that holds brigade's export marker
+(MARKER_FILE) from an earlier export. There it writes and deletes only the files
+it names itself (plan.json, summary.json, cells/<cell id>.json), never through a
+symbolic link, and never into the output directory's own files.
+"""
 
 from __future__ import annotations
 
 import functools
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +34,7 @@ from brigade.core.projection import (
     project_receipt,
     project_summary,
 )
+from brigade.errors import EnvironmentProblem, InputError
 from brigade.inputs import schemas
 from brigade.outdir import legacy, store
 from brigade.outdir.results import current_receipts
@@ -80,6 +89,50 @@ def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets
         homes=homes,
         roots=roots,
     )
+
+
+MARKER_FILE = ".brigade-export.json"
+MARKER_SCHEMA = "brigade.export.v1"
+_CELL_FILE = re.compile(r"^[0-9a-f]{64}\.json$")
+
+
+def _claim(out: Path, dest: Path, default: bool) -> None:
+    """Refuse a destination brigade may not write (InputError / EnvironmentProblem, exit 2);
+    a symbolic link planted as the output directory's own export folder is removed."""
+    for folder in (dest, dest / store.CELLS_DIR):
+        if folder.is_symlink():
+            if not default:
+                raise EnvironmentProblem(
+                    f"{folder}: the export folder is a symbolic link; brigade never writes "
+                    "through one (name the real folder)"
+                )
+            folder.unlink()  # its target is left as it is
+    if default:
+        return
+    real_out, real_dest = out.resolve(), dest.resolve()
+    if real_dest == real_out or real_out in real_dest.parents:
+        raise InputError(
+            f"--to {dest}: inside the output directory {out}; omit --to for its own "
+            f"export ({out / store.EXPORT_DIR}) or name a folder outside it"
+        )
+    if dest.exists() and not dest.is_dir():
+        raise EnvironmentProblem(f"{dest}: the export destination is not a folder")
+    if (dest / MARKER_FILE).is_file() or not dest.exists() or not any(dest.iterdir()):
+        return
+    raise EnvironmentProblem(
+        f"{dest}: not empty, and not an export brigade wrote (it has no {MARKER_FILE}); "
+        "export into a new or empty folder"
+    )
+
+
+def _mark(dest: Path) -> None:
+    """Say the folder is brigade's export (written once)."""
+    if not (dest / MARKER_FILE).is_file():
+        marker = {
+            "schema": MARKER_SCHEMA,
+            "files": ["plan.json", "summary.json", "cells/<cell_id>.json"],
+        }
+        store.write_json(dest / MARKER_FILE, marker, MARKER_SCHEMA, sync_dir=False)
 
 
 def _stamp(receipt: Mapping[str, Any]) -> str:
@@ -173,7 +226,9 @@ def export(
     checked (so a file planted there is always caught).
     """
     out = out.absolute()
-    dest = (dest or out / store.EXPORT_DIR).absolute()
+    own = out / store.EXPORT_DIR
+    dest = (dest or own).absolute()
+    _claim(out, dest, dest == own)
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     state = _State(out, dest, _projection_key(out, secrets))
     receipts = receipts if receipts is not None else current_receipts(out, plan)
@@ -236,6 +291,8 @@ def export(
             _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
             written[name] = stamp
             state.forget(name)  # written again: check it again
+    _mark(dest)
+    written[MARKER_FILE] = "marker"
     leaks = _check_changed(dest, secrets, state, written, verified)
     if not leaks and state.changed:
         state.save()
@@ -266,7 +323,7 @@ def _check_changed(
                 os.unlink(path)  # left by an interrupted export (the lock is ours)
                 listed.discard(relative)
                 continue
-            if folder == store.CELLS_DIR and name.endswith(".json") and relative not in written:
+            if folder == store.CELLS_DIR and _CELL_FILE.match(name) and relative not in written:
                 if not os.path.islink(path) and os.path.isfile(path):
                     os.unlink(path)
                     listed.discard(relative)

@@ -7,8 +7,10 @@ file on every attempt, which would erase the holder's pid we report.)
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -33,16 +35,28 @@ def acquire(out: Path, *, wait: bool, poll: float = 0.2) -> None:
 
     Without `wait`, a lock held by another process raises LockHeld naming it.
     """
-    path = (out / LOCK_FILE).resolve()
+    path = _lock_path(out)
     if path in _held:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+")
+        # never through a symbolic link: the lock file is truncated and written below
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     except FileExistsError:
         raise EnvironmentProblem(f"{out}: output path exists and is not a folder") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EnvironmentProblem(
+                f"{path}: the lock file is a symbolic link; brigade never writes through one "
+                "(remove the link)"
+            ) from None
+        if exc.errno == errno.EISDIR:
+            raise _not_a_file(path) from None
         raise _unusable(out, exc) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_file(path)
+    handle = os.fdopen(fd, "r+")
     announced = False
     while True:
         try:
@@ -71,13 +85,22 @@ def acquire(out: Path, *, wait: bool, poll: float = 0.2) -> None:
     _held[path] = handle
 
 
+def _lock_path(out: Path) -> Path:
+    """The lock file: in the output folder (resolved), the file itself never resolved."""
+    return out.resolve() / LOCK_FILE
+
+
+def _not_a_file(path: Path) -> EnvironmentProblem:
+    return EnvironmentProblem(f"{path}: the lock file is not a regular file (remove it)")
+
+
 def _unusable(out: Path, exc: OSError) -> EnvironmentProblem:
     return EnvironmentProblem(f"{out}: cannot write to the output directory: {exc.strerror or exc}")
 
 
 def release(out: Path) -> None:
     """Release the lock if this process holds it."""
-    path = (out / LOCK_FILE).resolve()
+    path = _lock_path(out)
     handle = _held.pop(path, None)
     if handle is not None:
         try:

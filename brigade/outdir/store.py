@@ -9,6 +9,7 @@ truncated receipt.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -41,6 +42,60 @@ LOCK_FILE = ".brigade.lock"
 EXPORT_DIR = "export"
 
 SAMPLE_ITEMS = 200
+REPORT_DIR = "report"
+
+# the output directory's storage failing: full, read-only, forbidden, or a path of the
+# wrong kind (a folder where a file goes, a file where a folder goes)
+STORAGE_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.EEXIST,
+    }
+)
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """One line naming the file and what is wrong, when `exc` is the storage failing."""
+    if not isinstance(exc, OSError) or exc.errno not in STORAGE_ERRNOS:
+        return None
+    # os.replace(temp, target) names the target second
+    where = exc.filename2 or exc.filename or "the output directory"
+    if isinstance(where, bytes):
+        where = os.fsdecode(where)
+    name = os.path.basename(str(where))
+    if is_temp_name(name):  # a temp file of an atomic write: name what it was for
+        where = os.path.join(os.path.dirname(str(where)), name[1:].rsplit(".", 2)[0])
+    return f"cannot write {where}: {exc.strerror or exc}"
+
+
+# what brigade keeps in the output directory: a file, or a folder, at each of these names
+_FILES = ("plan.json", "summary.json", ".doit.db", ".brigade.lock")
+_FOLDERS = ("cells", "export", REPORT_DIR)
+
+
+def check_layout(out: Path) -> None:
+    """Refuse (EnvironmentProblem) an output directory where a file brigade keeps is a
+    folder or a folder it keeps is a file: nothing is written, nothing removed."""
+    from brigade.errors import EnvironmentProblem
+
+    for name in _FILES:
+        if os.path.isdir(out / name) and not os.path.islink(out / name):
+            raise EnvironmentProblem(
+                f"{out / name}: is a folder where brigade keeps a file (move it away)"
+            )
+    for name in _FOLDERS:
+        path = out / name
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise EnvironmentProblem(
+                f"{path}: is not a folder where brigade keeps one (move it away)"
+            )
+
 
 _ATTEMPT = re.compile(r"^attempt-(\d+)$")
 

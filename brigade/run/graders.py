@@ -3,23 +3,45 @@
 A grader that cannot run (unknown type, missing or mistyped field, bad
 pattern, unreadable file, a path escaping its root) reports `grader_error`
 with a null score: a fault of the apparatus is never a zero.
+
+Every grader runs under a time limit (`timeout_seconds`, default
+DEFAULT_TIME_LIMIT): a pattern search is stopped when it is reached (the
+`regex` package's timeout), and a grader that took longer is a grader_error.
+What an agent leaves for graders to read is read only when it is a regular
+file of bounded size, and its JSON only when bounded in depth: a FIFO, a huge
+file or deep JSON is a normal failing grade, never a hang or a crash.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
+import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import regex
+
 GRADER_RESULT_SCHEMA = "brigade.grader_result.v1"
+# seconds a built-in grader may take (a grader's `timeout_seconds` changes it)
+DEFAULT_TIME_LIMIT = 10.0
+MAX_TIME_LIMIT = 3600.0
+# what graders read of an output or a file, and how deep its JSON may nest
+MAX_READ_BYTES = 16 * 1024 * 1024
+MAX_JSON_DEPTH = 200
 
 
 class GraderFault(Exception):
     """The grader could not run; the message becomes the result's detail."""
+
+
+class NotReadable(Exception):
+    """A file a grader reads is not a regular file of at most MAX_READ_BYTES."""
 
 
 def as_is(text: str) -> str:
@@ -53,6 +75,9 @@ class GradeContext:
     changed_files: tuple[str, ...] | None
     # replaces the cell's secrets in text a detail quotes (before it is cut or escaped)
     redact: Callable[[str], str] = as_is
+    # when the running grader's time is up (time.monotonic), and its limit in seconds
+    deadline: float | None = None
+    time_limit: float = DEFAULT_TIME_LIMIT
 
 
 Outcome = tuple[bool, str, list[dict[str, Any]]]  # passed, detail, component checks
@@ -77,7 +102,7 @@ class GraderType:
     check: Callable[[Mapping[str, Any]], None] | None = None
 
 
-COMMON_FIELDS = {"type", "name", "description"}
+COMMON_FIELDS = {"type", "name", "description", "timeout_seconds"}
 
 
 def relative_path(value: str, what: str) -> str:
@@ -98,16 +123,119 @@ def contained_file(root: Path, relative: str, what: str) -> Path:
     return target
 
 
+def read_regular(path: Path | str, what: str) -> bytes:
+    """A regular file's bytes (at most MAX_READ_BYTES), never opening anything else: a FIFO
+    or a device would block or never end. NotReadable says why not; OSError when absent."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise NotReadable(f"{what} is not a regular file")
+        if info.st_size > MAX_READ_BYTES:
+            raise NotReadable(f"{what} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
+        chunks = []
+        left = MAX_READ_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > MAX_READ_BYTES:
+            raise NotReadable(f"{what} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
+        return data
+    finally:
+        os.close(fd)
+
+
 def strip_trailing_newlines(text: str) -> str:
     """Text without trailing newlines (\\n or \\r\\n)."""
     return text.rstrip("\r\n")
 
 
-def _compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+def _compile(pattern: str, flags: int = 0) -> regex.Pattern[str]:
+    """The pattern for searching under a time limit; its syntax is Python's (re)."""
     try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
+        re.compile(pattern, flags)
+        return regex.compile(pattern, flags)
+    except (re.error, regex.error, ValueError, OverflowError, RecursionError) as exc:
         raise GraderFault(f"bad regular expression {pattern!r}: {exc}") from None
+
+
+def _search(pattern: regex.Pattern[str], text: str, ctx: GradeContext) -> bool:
+    """Whether the pattern occurs in text; GraderFault when the grader's time runs out."""
+    left = None if ctx.deadline is None else ctx.deadline - time.monotonic()
+    if left is not None and left <= 0:
+        raise GraderFault(_out_of_time(ctx))
+    try:
+        return pattern.search(text, timeout=left) is not None
+    except TimeoutError:
+        raise GraderFault(_out_of_time(ctx)) from None
+
+
+def _out_of_time(ctx: GradeContext) -> str:
+    return (
+        f"stopped at its time limit of {ctx.time_limit:g} s (timeout_seconds); a pattern "
+        "with nested repetition can take exponential time"
+    )
+
+
+def nested_repetition(pattern: str) -> bool:
+    """Whether a pattern repeats a group that itself repeats without bound, like `(a+)+`:
+    such a pattern can take exponential time on some texts."""
+    try:
+        from re import _parser as parser  # type: ignore[attr-defined]
+
+        tree = parser.parse(pattern)
+    except Exception:  # not parseable here (the regex package's own syntax): no opinion
+        return False
+    from re import _constants as constants  # type: ignore[attr-defined]
+
+    repeats = {constants.MAX_REPEAT, constants.MIN_REPEAT}
+    repeats |= {getattr(constants, "POSSESSIVE_REPEAT", constants.MAX_REPEAT)}
+
+    def unbounded(items: Any, inside: bool) -> bool:
+        for op, value in items:
+            if op in repeats:
+                low, high, sub = value
+                endless = high == constants.MAXREPEAT
+                if endless and inside:
+                    return True
+                if unbounded(sub, inside or endless):
+                    return True
+            elif op == constants.SUBPATTERN:
+                if unbounded(value[-1], inside):
+                    return True
+            elif op == constants.BRANCH:
+                if any(unbounded(branch, inside) for branch in value[1]):
+                    return True
+            elif op in (constants.ASSERT, constants.ASSERT_NOT):
+                if unbounded(value[1], inside):
+                    return True
+        return False
+
+    return unbounded(tree, False)
+
+
+def pattern_warnings(raw: Mapping[str, Any]) -> list[str]:
+    """Warnings about a grader's patterns that may run into its time limit."""
+    kind = raw.get("type")
+    patterns: list[Any] = []
+    if kind == "regex_output":
+        patterns = [raw.get("pattern")]
+    elif kind == "diff_constraints":
+        for key in ("allowed", "forbidden"):
+            value = raw.get(key)
+            patterns += value if isinstance(value, list) else []
+    return [
+        f"pattern {p!r} repeats a group that itself repeats (like (a+)+): it can take "
+        "exponential time, and is stopped at the grader's time limit (grader_error)"
+        for p in patterns
+        if isinstance(p, str) and nested_repetition(p)
+    ]
 
 
 # --- grader kinds -----------------------------------------------------------
@@ -132,7 +260,7 @@ def _exact_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
 
 
 def _regex_flags(spec: Mapping[str, Any]) -> int:
-    return re.MULTILINE | (re.IGNORECASE if spec["ignore_case"] else 0)
+    return regex.MULTILINE | (regex.IGNORECASE if spec["ignore_case"] else 0)
 
 
 def _check_regex(spec: Mapping[str, Any]) -> None:
@@ -141,7 +269,7 @@ def _check_regex(spec: Mapping[str, Any]) -> None:
 
 def _regex_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     pattern = _compile(spec["pattern"], _regex_flags(spec))
-    found = pattern.search(ctx.final_text) is not None
+    found = _search(pattern, ctx.final_text, ctx)
     if spec["negate"]:
         return (not found), ("pattern absent, as required" if not found else "pattern found"), []
     return found, ("pattern found" if found else "pattern not found in the output"), []
@@ -150,17 +278,28 @@ def _regex_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
 _MISSING = object()
 
 
+_INDEX = re.compile(r"-?[0-9]{1,18}")
+
+
 def _json_field(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
+    if len(ctx.final_text) > MAX_READ_BYTES:
+        limit = MAX_READ_BYTES // (1024 * 1024)
+        return False, f"output is longer than the {limit} MiB json_field reads", []
     try:
         document = json.loads(ctx.final_text)
+    except RecursionError:
+        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels", []
     except ValueError as exc:
         return False, f"output is not JSON ({exc})", []
+    if json_depth(document) > MAX_JSON_DEPTH:
+        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels", []
     value: Any = document
     for part in spec["path"].split("."):
         if isinstance(value, dict):
             value = value.get(part, _MISSING)
-        elif isinstance(value, list) and part.lstrip("-").isdigit():
-            index = int(part)
+        elif isinstance(value, list) and re.fullmatch(r"-?[0-9]+", part):
+            # an index of more digits than any list has items is simply out of range
+            index = int(part) if _INDEX.fullmatch(part) else len(value)
             value = value[index] if -len(value) <= index < len(value) else _MISSING
         else:
             value = _MISSING
@@ -189,6 +328,23 @@ def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(value, dict):
         return {redact(key): _redacted(item, redact) for key, item in value.items()}
     return value
+
+
+def json_depth(value: Any) -> int:
+    """How deeply a parsed JSON value nests (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            items: Any = item.values()
+        elif isinstance(item, list):
+            items = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in items)
+    return deepest
 
 
 def same_json(left: Any, right: Any) -> bool:
@@ -224,9 +380,12 @@ def _file_exists(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
 def _expected_file(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     target = contained_file(ctx.manifest_dir, spec["path"], "path")
     try:
-        expected = target.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+        expected = read_regular(target, "it").decode("utf-8")
+    except (OSError, UnicodeDecodeError, NotReadable) as exc:
+        if isinstance(exc, OSError):
+            reason = exc.strerror or str(exc)
+        else:
+            reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
         raise GraderFault(f"cannot read expected file {spec['path']!r}: {reason}") from None
     expected = strip_trailing_newlines(expected.replace("\r\n", "\n"))
     actual = strip_trailing_newlines(ctx.final_text)
@@ -253,10 +412,10 @@ def _diff_constraints(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     forbidden = [_compile(p) for p in spec["forbidden"]]
     checks: list[dict[str, Any]] = []
     for path in ctx.changed_files:
-        bad = next((p.pattern for p in forbidden if p.search(path)), None)
+        bad = next((p.pattern for p in forbidden if _search(p, path, ctx)), None)
         if bad is not None:
             checks.append({"name": path, "passed": False, "detail": f"matches forbidden {bad!r}"})
-        elif allowed and not any(p.search(path) for p in allowed):
+        elif allowed and not any(_search(p, path, ctx) for p in allowed):
             checks.append({"name": path, "passed": False, "detail": "matches no allowed pattern"})
         else:
             checks.append({"name": path, "passed": True})
@@ -278,12 +437,16 @@ def _diff_constraints(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
 
 def _verify_receipt(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     relative = relative_path(spec["path"], "path")
-    data = _need_workspace(ctx).read_bytes(relative)
+    workspace = _need_workspace(ctx)
+    data = workspace.read_bytes(relative)
     if data is None:
+        if workspace.exists(relative):
+            limit = MAX_READ_BYTES // (1024 * 1024)
+            return False, f"{relative} is not a readable regular file of at most {limit} MiB", []
         return False, f"{relative} was not written", []
     try:
         receipt = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return False, f"{relative} is not valid JSON", []
     status = receipt.get("status") if isinstance(receipt, dict) else None
     expected = spec["expected_status"]
@@ -372,10 +535,26 @@ def normalized_spec(raw: Mapping[str, Any]) -> tuple[GraderType, dict[str, Any]]
     return grader, spec
 
 
+def time_limit(raw: Mapping[str, Any]) -> float:
+    """A grader's time limit in seconds (`timeout_seconds`); GraderFault when it is bad."""
+    value = raw.get("timeout_seconds", DEFAULT_TIME_LIMIT)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= MAX_TIME_LIMIT
+    ):
+        raise GraderFault(
+            f"field 'timeout_seconds' must be a number of seconds above 0 and at most "
+            f"{MAX_TIME_LIMIT:g}, got {value!r}"
+        )
+    return float(value)
+
+
 def spec_problem(raw: Mapping[str, Any]) -> str | None:
     """Why this grader spec would record grader_error, or None when it looks runnable."""
     try:
         normalized_spec(raw)
+        time_limit(raw)
     except GraderFault as fault:
         return str(fault)
     return None
@@ -393,8 +572,15 @@ def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str
     version = GRADERS[kind].version if kind in GRADERS else "0"
     try:
         grader, spec = normalized_spec(raw)
-        passed, detail, checks = grader.grade(spec, ctx)
+        limit = time_limit(raw)
+        timed = dataclasses.replace(ctx, deadline=time.monotonic() + limit, time_limit=limit)
+        passed, detail, checks = grader.grade(spec, timed)
         status, score = "scored", (1.0 if passed else 0.0)
+        took = time.perf_counter() - start
+        if took > limit:
+            raise GraderFault(
+                f"took {took:.1f} s, more than its time limit of {limit:g} s (timeout_seconds)"
+            )
     except GraderFault as fault:
         status, score, detail, checks = "grader_error", None, str(fault), []
     except Exception as exc:  # a bug in a grader is still a grader fault, not a zero
@@ -428,12 +614,13 @@ class LiveWorkspace:
         return contained_file(self.root, relative, "path")
 
     def exists(self, relative: str) -> bool:
-        """Whether the path exists inside the workspace."""
+        """Whether the path exists inside the workspace (nothing is opened)."""
         return self._target(relative).exists()
 
     def read_bytes(self, relative: str) -> bytes | None:
-        """File contents, or None when the file is absent or unreadable."""
+        """File contents, or None when the file is absent, unreadable, not a regular file
+        or larger than MAX_READ_BYTES."""
         try:
-            return self._target(relative).read_bytes()
-        except OSError:
+            return read_regular(self._target(relative), relative)
+        except (OSError, NotReadable):
             return None

@@ -29,7 +29,8 @@ TERM_GRACE_SECONDS = 3.0
 _MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.ENOEXEC})
 
 _live_lock = threading.Lock()
-_live_groups: set[int] = set()
+# process group of each running seat -> the (variable, value) every process it starts carries
+_live_groups: dict[int, tuple[str, str] | None] = {}
 # set when brigade itself is being stopped: seats killed then are not results
 stopping = threading.Event()
 
@@ -76,6 +77,7 @@ def run(
     grace: float = TERM_GRACE_SECONDS,
     should_stop: Callable[[], bool] | None = None,
     driver: Sequence[str] = (),
+    tag: tuple[str, str] | None = None,
 ) -> ProcResult:
     """Run argv in a new session; stdout/stderr go straight to files (kept on timeout).
 
@@ -85,9 +87,12 @@ def run(
 
     On timeout the whole process group gets SIGTERM, then SIGKILL after `grace`.
     Leftover members of the group (background children) are killed when the
-    leader exits, so no agent process outlives its cell. `should_stop` is polled
-    while the seat runs (a Dask worker asks whether its task was cancelled); when
-    it says yes the group is ended the same way and Interrupted is raised.
+    leader exits, and so is every process whose environment carries `tag` (a
+    variable set for the seat alone, as BRIGADE_RUN_DIR): a grandchild that left
+    the group with setsid still carries it, so no agent process outlives its cell.
+    `should_stop` is polled while the seat runs (a Dask worker asks whether its
+    task was cancelled); when it says yes the group is ended the same way and
+    Interrupted is raised.
     """
     started_at = utc_now()
     start = time.monotonic()
@@ -114,8 +119,8 @@ def run(
                 start_new_session=True,
                 close_fds=True,
             )
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv or env
+            reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
             name = argv[0] if argv else "(empty command)"
             err.write(f"brigade: cannot launch {name}: {reason}\n".encode())
             return ProcResult(
@@ -131,7 +136,7 @@ def run(
                 launch_fault="binary_missing" if exc.errno in _MISSING else None,
             )
         with _live_lock:
-            _live_groups.add(proc.pid)
+            _live_groups[proc.pid] = tag
         # A timer ends the group on time; the wait itself blocks in waitpid, so a
         # finished seat is noticed at once (Popen.wait(timeout) polls with sleeps
         # of up to 50 ms, which adds up over thousands of cells).
@@ -151,8 +156,10 @@ def run(
             timer.cancel()
             waited.set()
             _signal_group(proc.pid, signal.SIGKILL)
+            if tag is not None:
+                end_stragglers(*tag, exact=True)
             with _live_lock:
-                _live_groups.discard(proc.pid)
+                _live_groups.pop(proc.pid, None)
         timed_out = expiry.fired
     if stopping.is_set() or stopped.fired:
         raise Interrupted(f"stopped while running {argv[0]}")
@@ -252,6 +259,7 @@ def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
             pass
     with _live_lock:
         groups = list(_live_groups)
+        tags = [tag for tag in _live_groups.values() if tag is not None]
     for pgid in groups:
         _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -262,9 +270,13 @@ def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
             time.sleep(0.05)
     for pgid in groups:  # leaders that outlived the grace, and what their groups left behind
         _signal_group(pgid, signal.SIGKILL)
+    for tag in tags:  # and what left the groups (setsid)
+        end_stragglers(*tag, exact=True)
 
 
-def end_stragglers(variable: str, prefix: str, rounds: int = 20) -> list[int]:
+def end_stragglers(
+    variable: str, prefix: str, rounds: int = 20, *, exact: bool = False
+) -> list[int]:
     """End this user's processes whose environment sets `variable` to a path under `prefix`.
 
     Seats of a run that was killed outright (kill -9, the OOM killer) live on in
@@ -272,9 +284,9 @@ def end_stragglers(variable: str, prefix: str, rounds: int = 20) -> list[int]:
     `BRIGADE_RUN_DIR`, so before a crashed cell runs again its leftovers are
     found by that value and killed: they would otherwise keep spending and
     keep writing next to the new attempt. Reads /proc (Linux); elsewhere
-    nothing is found. Returns the pids killed.
+    nothing is found. Returns the pids killed. `exact`: the value is `prefix` itself.
     """
-    needle = f"\0{variable}={prefix}".encode()
+    needle = f"\0{variable}={prefix}{chr(0) if exact else ''}".encode()
     ended: list[int] = []
     for _ in range(rounds):  # again: a straggler may have forked while being found
         found = [pid for pid in _processes_with(needle) if pid != os.getpid()]
@@ -303,7 +315,7 @@ def _processes_with(needle: bytes) -> list[int]:
                 environ = handle.read()
         except OSError:  # gone, or another user's
             continue
-        if needle in b"\0" + environ:
+        if needle in b"\0" + environ + b"\0":
             pids.append(int(name))
     return pids
 

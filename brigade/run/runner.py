@@ -238,6 +238,8 @@ def execute_seat(
             stderr_path=rdir / STDERR,
             should_stop=should_stop,
             driver=invocation.driver,
+            # every process the seat starts carries its run folder: all end with the seat
+            tag=(RUN_DIR_VARIABLE, str(rdir)),
         )
         stdout = _read_text(rdir / STDOUT)
         stderr = _read_text(rdir / STDERR)
@@ -284,15 +286,24 @@ def execute_seat(
             "stderr_bytes": len(stderr.encode("utf-8")),
         }
         if tree is not None:
-            changed, deleted = worktree.changes(tree)
-            not_copied = worktree.snapshot(tree, changed, rdir)
-            run_doc["changed_files"] = changed
-            run_doc["workspace_snapshot"] = {
-                "head": tree.repo.head,
-                "prefix": tree.repo.prefix,
-                "deleted": deleted,
-                "not_copied": not_copied,
-            }
+            try:
+                changed, deleted = worktree.changes(tree)
+                not_copied = worktree.snapshot(tree, changed, rdir)
+            except OSError as exc:
+                # what the seat left cannot be read: a fault of the apparatus, this cell's
+                run_doc.update(
+                    status="apparatus_fault",
+                    failure_kind="worktree_failed",
+                    failure_detail=f"worktree: {exc}",
+                )
+            else:
+                run_doc["changed_files"] = changed
+                run_doc["workspace_snapshot"] = {
+                    "head": tree.repo.head,
+                    "prefix": tree.repo.prefix,
+                    "deleted": deleted,
+                    "not_copied": not_copied,
+                }
         return SeatRun(
             run_doc, reading.final_text, result.timed_out, invocation.transport, job.seat.name
         )

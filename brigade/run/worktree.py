@@ -1,4 +1,10 @@
-"""Writable runs: a private detached git worktree per attempt, and what the seat changed in it."""
+"""Writable runs: a private detached git worktree per attempt, and what the seat changed in it.
+
+What changed is computed against the commit the attempt started from, through the
+worktree's own git folder as recorded when it was made: commits the seat made,
+untracked and ignored files all count, and a seat that deletes or rewrites the
+worktree's `.git` file changes nothing of that.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ from brigade.run.proc import capture, capture_bytes
 CHANGES_DIR = "changes"
 # large generated files are listed as changed but not copied into the run folder
 MAX_SNAPSHOT_BYTES = 5 * 1024 * 1024
+# nor is anything past this many bytes copied in all (a seat that fills node_modules)
+MAX_SNAPSHOT_TOTAL = 200 * 1024 * 1024
 
 # `git worktree add/remove` take locks in the shared .git; serialise them
 _git_lock = threading.Lock()
@@ -36,6 +44,7 @@ class Worktree:
 
     root: Path
     repo: Repo
+    git_dir: Path  # the worktree's own folder in the repository's .git (absolute)
 
     @property
     def cwd(self) -> Path:
@@ -78,7 +87,11 @@ def create(repo: Repo) -> Worktree:
     if code != 0:
         shutil.rmtree(root, ignore_errors=True)
         raise OSError(f"git worktree add failed: {' '.join(err.split())}")
-    return Worktree(root=root, repo=repo)
+    code, git_dir, err = _git(["rev-parse", "--absolute-git-dir"], root)
+    if code != 0 or not git_dir.strip():
+        remove(Worktree(root=root, repo=repo, git_dir=root / ".git"))
+        raise OSError(f"git rev-parse failed in the new worktree: {' '.join(err.split())}")
+    return Worktree(root=root, repo=repo, git_dir=Path(git_dir.strip()))
 
 
 def remove(worktree: Worktree) -> None:
@@ -89,36 +102,53 @@ def remove(worktree: Worktree) -> None:
         _git(["worktree", "prune"], worktree.repo.toplevel)
 
 
-def changes(worktree: Worktree) -> tuple[list[str], list[str]]:
-    """(changed or created paths, deleted paths) relative to the workspace, sorted."""
-    args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "."]
-    code, out, err = _git(args, worktree.cwd)
+def _tree_git(worktree: Worktree, args: list[str]) -> str:
+    """git on the worktree through the git folder recorded when it was made (whatever the
+    seat did to its `.git` file); stdout, or OSError naming what failed."""
+    command = [f"--git-dir={worktree.git_dir}", f"--work-tree={worktree.root}", *args]
+    code, out, err = _git(command, worktree.repo.toplevel)
     if code != 0:
-        raise OSError(f"git status failed in the worktree: {' '.join(err.split())}")
-    changed: list[str] = []
-    deleted: list[str] = []
+        raise OSError(f"git {args[0]} failed in the worktree: {' '.join(err.split())}")
+    return out
+
+
+def changes(worktree: Worktree) -> tuple[list[str], list[str]]:
+    """(changed or created paths, deleted paths) relative to the workspace, sorted: against
+    the commit the attempt started from, commits, untracked and ignored files included."""
+    diff = _tree_git(
+        worktree, ["diff", "--name-status", "-z", "--no-renames", worktree.repo.head, "--"]
+    )
+    # every file git does not track, ignored ones too (no --exclude-standard)
+    others = _tree_git(worktree, ["ls-files", "-z", "--others"])
+    changed: set[str] = set()
+    deleted: set[str] = set()
+    fields = diff.split("\0")
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):
+        if path:
+            (deleted if status.startswith("D") else changed).add(path)
+    changed.update(path for path in others.split("\0") if path)
     prefix = worktree.repo.prefix + "/" if worktree.repo.prefix else ""
-    for entry in out.split("\0"):
-        if len(entry) < 4:
-            continue
-        status, path = entry[:2], entry[3:]
-        if prefix and path.startswith(prefix):
-            path = path[len(prefix) :]
-        (deleted if "D" in status else changed).append(path)
-    return sorted(changed), sorted(deleted)
+
+    def inside(paths: set[str]) -> list[str]:
+        return sorted(p[len(prefix) :] for p in paths if p.startswith(prefix))
+
+    return inside(changed - deleted), inside(deleted)
 
 
 def snapshot(worktree: Worktree, changed: list[str], run_dir: Path) -> list[str]:
     """Copy changed files into run/changes/ so graders can re-read them later; returns skipped."""
     skipped = []
+    budget = MAX_SNAPSHOT_TOTAL
     for relative in changed:
         source = worktree.cwd / relative
         if source.is_symlink() or not source.is_file():
             skipped.append(relative)
             continue
-        if source.stat().st_size > MAX_SNAPSHOT_BYTES:
+        size = source.stat().st_size
+        if size > MAX_SNAPSHOT_BYTES or size > budget:
             skipped.append(relative)
             continue
+        budget -= size
         target = run_dir / CHANGES_DIR / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
