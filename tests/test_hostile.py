@@ -474,3 +474,20 @@ def test_storage_problems_name_the_target_of_an_atomic_write() -> None:
     assert storage_problem(temp) == "cannot write /o/cells/x/cell.json: No space left on device"
     assert storage_problem(OSError(errno.EPIPE, "Broken pipe")) is None
     assert storage_problem(ValueError("x")) is None
+
+
+def test_popen_refusing_a_command_is_a_launch_failure(tmp_path: Path) -> None:
+    """Defence in depth for item 3: whatever makes Popen refuse argv or env is a result."""
+    from brigade.run import proc
+
+    result = proc.run(
+        [sys.executable, "-c", "pass"],
+        cwd=tmp_path,
+        env={"A": "x\0y"},
+        stdin_text=None,
+        timeout=10,
+        stdout_path=tmp_path / "out",
+        stderr_path=tmp_path / "err",
+    )
+    assert (result.launched, result.exit_code) == (False, None)
+    assert result.launch_error == f"cannot launch {sys.executable}: embedded null byte"
