@@ -133,7 +133,9 @@ def run(
                 finished_at=utc_now(),
                 duration_seconds=round(time.monotonic() - start, 6),
                 executable=executable,
-                launch_fault="binary_missing" if exc.errno in _MISSING else None,
+                launch_fault=(
+                    "binary_missing" if isinstance(exc, OSError) and exc.errno in _MISSING else None
+                ),
             )
         with _live_lock:
             _live_groups[proc.pid] = tag
