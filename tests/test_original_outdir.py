@@ -146,7 +146,11 @@ def test_export_of_the_original_directory(carried: Carried) -> None:
     assert done.stdout == f"exported 8 file(s) to {export}\n"
     names = sorted(str(p.relative_to(export)) for p in export.rglob("*") if p.is_file())
     ids = sorted(carried.cells[c].cell_id for c in carried.cells if c != "stale")
-    assert names == [f"cells/{cell_id}.json" for cell_id in ids] + ["plan.json", "summary.json"]
+    # (.brigade-export.json: the marker that the folder is brigade's export)
+    assert names == [".brigade-export.json"] + [f"cells/{cell_id}.json" for cell_id in ids] + [
+        "plan.json",
+        "summary.json",
+    ]
     for path in export.rglob("*.json"):
         assert_no_foreign_or_secret_text(path.read_text(), carried)
     for case, cell in carried.cells.items():

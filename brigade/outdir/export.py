@@ -296,7 +296,8 @@ def export(
     leaks = _check_changed(dest, secrets, state, written, verified)
     if not leaks and state.changed:
         state.save()
-    return ExportResult(dest=dest, files=len(written), leaks=tuple(leaks))
+    # the marker is bookkeeping, not one of the files exported
+    return ExportResult(dest=dest, files=len(written) - 1, leaks=tuple(leaks))
 
 
 def _check_changed(
