@@ -158,12 +158,69 @@ def test_exact_output(tmp_path: Path) -> None:
     assert outcome(context(tmp_path, "\nhello"), spec) == FAIL
 
 
-def test_exact_output_fail_detail(tmp_path: Path) -> None:
-    result = grade(context(tmp_path, "help"), {"type": "exact_output", "expected": "hello"})
-    assert (
-        result["detail"]
-        == "output differs from the expected text (first difference at character 3)"
+@pytest.mark.parametrize(
+    "output, expected, detail",
+    [
+        (
+            "help",
+            "hello",
+            'at line 1, column 4: expected "hello", got "help"',
+        ),
+        (
+            "Hello! How can I help you today?",
+            "hello",
+            'at line 1, column 1: expected "hello", got "Hello! How can I help you today?"',
+        ),
+        (
+            "hel",
+            "hello",
+            'at line 1, column 4 (the output ends early): expected "hello", got "hel"',
+        ),
+        (
+            "hello world",
+            "hello",
+            'at line 1, column 6 (the output goes on): expected "hello", got "hello world"',
+        ),
+        (
+            "first line\nsecond line\nthe third line is long " + "x" * 100,
+            "first line\nsecond line\nthe 3rd line",
+            'at line 3, column 5: expected …"ine\\nsecond line\\nthe 3rd line", '
+            'got …"ine\\nsecond line\\nthe third line is long xxxxxxxxxxxxxxxxxxxxx"…',
+        ),
+    ],
+    ids=["word", "greeting", "short", "long", "third line"],
+)
+def test_exact_output_shows_expected_and_got_at_the_first_difference(
+    tmp_path: Path, output: str, expected: str, detail: str
+) -> None:
+    result = grade(context(tmp_path, output), {"type": "exact_output", "expected": expected})
+    assert result["detail"] == f"output differs from the expected text {detail}"
+
+
+def test_details_quote_no_secret_and_stay_short(tmp_path: Path) -> None:
+    """What a detail quotes of the output is redacted before it is cut or escaped, and no
+    detail grows past its bound however long the output or the spec."""
+    secret = "the-prompt-text-that-must-not-leak"
+    ctx = dataclasses.replace(
+        context(tmp_path, f'{secret} says "hi"\n' * 1000),
+        redact=lambda text: text.replace(secret, "<prompt>"),
     )
+    (tmp_path / "work" / "r.json").write_text(f"{secret} is not JSON")
+    specs = [
+        {"type": "exact_output", "expected": "x"},
+        {"type": "regex_output", "pattern": "nope" * 100},
+        {"type": "regex_output", "pattern": "says", "negate": True},
+        {"type": "json_field", "path": "a", "expected": 1},
+        {"type": "verify_receipt", "path": "r.json"},
+        {"type": "exact_output", "expected": "x" * 10_000},
+    ]
+    for result in run_graders(specs, ctx):
+        assert secret not in result["detail"] and secret[:20] not in result["detail"]
+        assert len(result["detail"]) <= 500, result["detail"]
+    assert [r["detail"] for r in run_graders(specs[:1], ctx)] == [
+        'output differs from the expected text at line 1, column 1: expected "x", '
+        'got "<prompt> says \\"hi\\"\\n<prompt> says \\"hi\\"\\n<prompt> says \\"hi\\"\\n<pr"…'
+    ]
 
 
 def test_exact_output_needs_expected(tmp_path: Path) -> None:
@@ -189,6 +246,46 @@ def test_regex_output_ignore_case_and_negate(tmp_path: Path) -> None:
     assert outcome(ctx, {**spec, "ignore_case": True}) == PASS
     assert outcome(ctx, {**spec, "negate": True}) == PASS
     assert outcome(ctx, {**spec, "ignore_case": True, "negate": True}) == FAIL
+
+
+@pytest.mark.parametrize(
+    "spec, output, result, detail",
+    [
+        (
+            {"pattern": "^hello$"},
+            "Hello! How can I help you today?",
+            FAIL,
+            'pattern "^hello$" not found in the output, which begins '
+            '"Hello! How can I help you today?"',
+        ),
+        ({"pattern": "help"}, "Hi.\nHow can I help?", PASS, 'pattern "help" found at line 2'),
+        (
+            {"pattern": "sorry", "negate": True},
+            "Sure.",
+            PASS,
+            'pattern "sorry" absent, as required',
+        ),
+        (
+            {"pattern": "sorry", "negate": True},
+            "Hi.\nI am so sorry, I cannot do that at all, not now, not ever, never again.",
+            FAIL,
+            'pattern "sorry" found at line 2 (negate: it must not be): '
+            '"Hi.\\nI am so sorry, I cannot do that at all, not now, not eve"…',
+        ),
+        (
+            {"pattern": "x" * 200},
+            "a" * 200,
+            FAIL,
+            f'pattern "{"x" * 80}"… not found in the output, which begins "{"a" * 60}"…',
+        ),
+    ],
+    ids=["not found", "found", "absent", "found but negated", "long"],
+)
+def test_regex_output_details_show_the_pattern_and_the_output(
+    tmp_path: Path, spec: dict[str, Any], output: str, result: tuple[str, Any], detail: str
+) -> None:
+    graded = grade(context(tmp_path, output), {"type": "regex_output", **spec})
+    assert ((graded["status"], graded["score"]), graded["detail"]) == (result, detail)
 
 
 @pytest.mark.parametrize("pattern", ["(", "[a-", "a{2,1}", "(?P<x>a)(?P<x>b)"])
@@ -319,7 +416,94 @@ def test_json_field_output_not_json_is_a_fail(tmp_path: Path) -> None:
         context(tmp_path, "not json"), {"type": "json_field", "path": "a", "expected": 1}
     )
     assert (result["status"], result["score"]) == FAIL
+    assert result["detail"] == (
+        'output is not JSON (Expecting value: line 1 column 1 (char 0)); it begins "not json"'
+    )
+
+
+@pytest.mark.parametrize(
+    "path, detail",
+    [
+        (
+            "checks.failed",
+            "checks.failed is absent: the output is an object; checks is an object with keys "
+            '"passed", "ok"',
+        ),
+        ("items.5.n", "items.5.n is absent: the output is an object; items is a list of 2 item(s)"),
+        (
+            "items.x",
+            "items.x is absent: the output is an object; items is a list of 2 item(s), "
+            "indexed by numbers",
+        ),
+        (
+            "status.deeper",
+            "status.deeper is absent: the output is an object; status is a string, not an "
+            "object or a list",
+        ),
+        (
+            "items.0.n.x",
+            "items.0.n.x is absent: the output is an object; items is a list of 2 item(s); "
+            "items.0 is an object; items.0.n is a string, not an object or a list",
+        ),
+        ("checks.passed", "checks.passed = 3, expected 4"),
+    ],
+)
+def test_json_field_says_what_it_found_at_each_step(tmp_path: Path, path: str, detail: str) -> None:
+    result = grade(context(tmp_path, DOC), {"type": "json_field", "path": path, "expected": 4})
+    assert ((result["status"], result["score"]), result["detail"]) == (FAIL, detail)
+
+
+def test_json_field_lists_the_first_keys_of_a_big_object(tmp_path: Path) -> None:
+    text = json.dumps({f"key{i}": i for i in range(20)})
+    result = grade(context(tmp_path, text), {"type": "json_field", "path": "x", "expected": 1})
+    keys = ", ".join(f'"key{i}"' for i in range(8))
+    assert result["detail"] == f"x is absent: the output is an object with keys {keys} and 12 more"
+
+
+FENCED = "```json\n" + DOC + "\n```\n"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [FENCED, "```\n" + DOC + "\n```", "\n  ```JSON \r\n" + DOC + "\r\n  ```  \n"],
+    ids=["json", "no language", "spaces and CRLF"],
+)
+def test_json_field_reads_an_answer_in_one_code_fence(tmp_path: Path, output: str) -> None:
+    spec = {"type": "json_field", "path": "checks.passed", "expected": 3}
+    result = grade(context(tmp_path, output), spec)
+    assert ((result["status"], result["score"]), result["detail"]) == (
+        PASS,
+        "checks.passed = 3, expected 3 (read inside the answer's Markdown code fence)",
+    )
+    assert result["version"] == "2"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Here it is:\n" + FENCED,
+        FENCED + "\nDone.",
+        FENCED + FENCED,
+        "```json " + DOC + "```",
+    ],
+    ids=["text before", "text after", "two fences", "one line"],
+)
+def test_json_field_reads_only_an_answer_that_is_one_fence(tmp_path: Path, output: str) -> None:
+    spec = {"type": "json_field", "path": "checks.passed", "expected": 3}
+    result = grade(context(tmp_path, output), spec)
+    assert (result["status"], result["score"]) == FAIL
     assert result["detail"].startswith("output is not JSON (")
+
+
+def test_json_field_can_require_bare_json(tmp_path: Path) -> None:
+    spec = {"type": "json_field", "path": "checks.passed", "expected": 3, "allow_fence": False}
+    result = grade(context(tmp_path, FENCED), spec)
+    assert ((result["status"], result["score"]), result["detail"]) == (
+        FAIL,
+        "output is a Markdown code fence, not bare JSON (allow_fence: false)",
+    )
+    assert outcome(context(tmp_path, DOC), spec) == PASS
+    assert outcome(context(tmp_path), {**spec, "allow_fence": "no"}) == ERROR
 
 
 @pytest.mark.parametrize("path", ["", ".a", "a.", "a..b"])
@@ -349,6 +533,23 @@ def test_file_exists(tmp_path: Path) -> None:
     assert outcome(ctx, {"type": "file_exists", "path": "out/report.md"}) == PASS
     assert outcome(ctx, {"type": "file_exists", "path": "out"}) == PASS
     assert outcome(ctx, {"type": "file_exists", "path": "out/other.md"}) == FAIL
+    assert [
+        r["detail"]
+        for r in run_graders(
+            [
+                {"type": "file_exists", "path": "out/./report.md"},
+                {"type": "file_exists", "path": "out/other.md"},
+            ],
+            ctx,
+        )
+    ] == [
+        "out/report.md exists in the workspace",
+        "out/other.md does not exist in the workspace",
+    ]
+    writable = dataclasses.replace(ctx, changed_files=())
+    assert grade(writable, {"type": "file_exists", "path": "x"})["detail"] == (
+        "x does not exist in the run's worktree"
+    )
 
 
 def test_file_exists_without_workspace(tmp_path: Path) -> None:
@@ -392,7 +593,8 @@ def test_expected_file(tmp_path: Path) -> None:
     result = grade(ctx, {"type": "expected_file", "path": "golden/other.txt"})
     assert (result["status"], result["score"]) == FAIL
     assert result["detail"] == (
-        "output differs from golden/other.txt (first difference at character 14)"
+        'output differs from golden/other.txt at line 2, column 6: expected "line one\\nline 2", '
+        'got "line one\\nline two"'
     )
 
 
@@ -498,14 +700,30 @@ def test_diff_constraints_bad_spec(tmp_path: Path, fields: dict[str, Any]) -> No
         (
             b'{"status": "completed"}',
             PASS,
-            "out/r.json status is 'completed', expected 'completed'",
+            "out/r.json in the workspace: status is 'completed', expected 'completed'",
         ),
-        (b'{"status": "failed"}', FAIL, "out/r.json status is 'failed', expected 'completed'"),
-        (b"{}", FAIL, "out/r.json status is None, expected 'completed'"),
-        (b'["completed"]', FAIL, "out/r.json status is None, expected 'completed'"),
-        (b"{not json", FAIL, "out/r.json is not valid JSON"),
-        (b"\xff\xfe", FAIL, "out/r.json is not valid JSON"),
-        (None, FAIL, "out/r.json was not written"),
+        (
+            b'{"status": "failed"}',
+            FAIL,
+            "out/r.json in the workspace: status is 'failed', expected 'completed'",
+        ),
+        (b"{}", FAIL, "out/r.json in the workspace: status is None, expected 'completed'"),
+        (
+            b'["completed"]',
+            FAIL,
+            "out/r.json in the workspace: status is None, expected 'completed'",
+        ),
+        (
+            b"{not json",
+            FAIL,
+            'out/r.json in the workspace is not valid JSON; it begins "{not json"',
+        ),
+        (
+            b"\xff\xfe",
+            FAIL,
+            'out/r.json in the workspace is not valid JSON; it begins "\ufffd\ufffd"',
+        ),
+        (None, FAIL, "out/r.json was not written (looked in the workspace)"),
     ],
     ids=["completed", "other status", "no status", "list", "invalid JSON", "binary", "missing"],
 )
@@ -589,7 +807,9 @@ def test_a_fifo_left_by_the_agent_is_never_opened(tmp_path: Path, grader: str) -
     result = grade(ctx, {"type": grader, "path": "r.json"})
     if grader == "verify_receipt":
         assert (result["status"], result["score"]) == FAIL
-        assert result["detail"] == "r.json is not a readable regular file of at most 16 MiB"
+        assert result["detail"] == (
+            "r.json in the workspace is not a readable regular file of at most 16 MiB"
+        )
     else:
         assert (result["status"], result["score"]) == PASS
 
@@ -613,9 +833,22 @@ def nested_json(depth: int) -> str:
     [
         (nested_json(5000), "0", "output is JSON nested deeper than 200 levels"),
         (nested_json(300), "0", "output is JSON nested deeper than 200 levels"),
-        ('{"a": [1, 2]}', "a." + "9" * 5000, "a." + "9" * 5000 + " is absent from the output"),
-        ('{"a": [1, 2]}', "a.-" + "9" * 30, "a.-" + "9" * 30 + " is absent from the output"),
-        ('{"a": [1, 2]}', "a.\u00b2", "a.\u00b2 is absent from the output"),
+        (
+            '{"a": [1, 2]}',
+            "a." + "9" * 5000,
+            "a." + "9" * 77 + "… is absent: the output is an object; a is a list of 2 item(s)",
+        ),
+        (
+            '{"a": [1, 2]}',
+            "a.-" + "9" * 30,
+            "a.-" + "9" * 30 + " is absent: the output is an object; a is a list of 2 item(s)",
+        ),
+        (
+            '{"a": [1, 2]}',
+            "a.\u00b2",
+            "a.\u00b2 is absent: the output is an object; a is a list of 2 item(s), indexed by "
+            "numbers",
+        ),
     ],
     ids=["5000 deep", "300 deep", "huge index", "huge negative index", "unicode digit"],
 )

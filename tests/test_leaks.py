@@ -195,7 +195,7 @@ def test_echoed_prompts_secrets_and_machine_paths_never_leave(
     said = cells["echo:agent:1"]["graders"][0]["detail"]
     assert said.startswith("said = ") and "<prompt sha256:" in said
     status = cells["receipt:agent:1"]["graders"][0]["detail"]
-    assert status == "receipt.json status is '<redacted>', expected 'completed'"
+    assert status == "receipt.json in the workspace: status is '<redacted>', expected 'completed'"
 
 
 @pytest.mark.parametrize("planted", ["prompt", "path", "escaped"])

@@ -34,6 +34,17 @@ MAX_TIME_LIMIT = 3600.0
 # what graders read of an output or a file, and how deep its JSON may nest
 MAX_READ_BYTES = 16 * 1024 * 1024
 MAX_JSON_DEPTH = 200
+# a JSON value a detail quotes
+SHOWN_CHARACTERS = 200
+# the parts of a detail that quote the agent's output or the grader's spec
+EXCERPT_CHARACTERS = 60
+PATTERN_CHARACTERS = 80
+KEY_CHARACTERS = 30
+KEYS_SHOWN = 8
+# characters an excerpt shows before the first difference (or a match)
+CONTEXT_BEFORE = 20
+# a detail never grows longer than this (the quoted parts are bounded already)
+DETAIL_CHARACTERS = 500
 
 
 class GraderFault(Exception):
@@ -167,11 +178,16 @@ def _compile(pattern: str, flags: int = 0) -> regex.Pattern[str]:
 
 def _search(pattern: regex.Pattern[str], text: str, ctx: GradeContext) -> bool:
     """Whether the pattern occurs in text; GraderFault when the grader's time runs out."""
+    return _find(pattern, text, ctx) is not None
+
+
+def _find(pattern: regex.Pattern[str], text: str, ctx: GradeContext) -> regex.Match[str] | None:
+    """The first match of the pattern in text; GraderFault when the grader's time runs out."""
     left = None if ctx.deadline is None else ctx.deadline - time.monotonic()
     if left is not None and left <= 0:
         raise GraderFault(_out_of_time(ctx))
     try:
-        return pattern.search(text, timeout=left) is not None
+        return pattern.search(text, timeout=left)
     except TimeoutError:
         raise GraderFault(_out_of_time(ctx)) from None
 
@@ -252,11 +268,7 @@ def _exact_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     actual = strip_trailing_newlines(ctx.final_text)
     if actual == expected:
         return True, "output equals the expected text", []
-    return (
-        False,
-        f"output differs from the expected text ({_first_difference(actual, expected)})",
-        [],
-    )
+    return False, f"output differs from the expected text {_difference(actual, expected, ctx)}", []
 
 
 def _regex_flags(spec: Mapping[str, Any]) -> int:
@@ -269,55 +281,169 @@ def _check_regex(spec: Mapping[str, Any]) -> None:
 
 def _regex_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     pattern = _compile(spec["pattern"], _regex_flags(spec))
-    found = _search(pattern, ctx.final_text, ctx)
+    match = _find(pattern, ctx.final_text, ctx)
+    shown = _excerpt(ctx.redact(spec["pattern"]), 0, PATTERN_CHARACTERS)
+    if match is None:
+        if spec["negate"]:
+            return True, f"pattern {shown} absent, as required", []
+        start = _excerpt(ctx.redact(ctx.final_text), 0, EXCERPT_CHARACTERS)
+        return False, f"pattern {shown} not found in the output, which begins {start}", []
+    line = ctx.final_text.count("\n", 0, match.start()) + 1
     if spec["negate"]:
-        return (not found), ("pattern absent, as required" if not found else "pattern found"), []
-    return found, ("pattern found" if found else "pattern not found in the output"), []
+        found = _around(ctx.final_text, match.start(), ctx)
+        return False, f"pattern {shown} found at line {line} (negate: it must not be): {found}", []
+    return True, f"pattern {shown} found at line {line}", []
 
 
 _MISSING = object()
+# an answer that is one Markdown code fence (```json ... ```) and nothing else
+_FENCE = re.compile(r"\A\s*```[\w+.-]*[ \t]*\r?\n(.*?)\r?\n[ \t]*```\s*\Z", re.DOTALL)
+
+
+def fenced_body(text: str) -> str | None:
+    """The inside of an answer that is exactly one Markdown code fence, else None."""
+    match = _FENCE.match(text)
+    if match is None or "```" in match.group(1):
+        return None
+    return match.group(1)
 
 
 _INDEX = re.compile(r"-?[0-9]{1,18}")
 
 
 def _json_field(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
-    if len(ctx.final_text) > MAX_READ_BYTES:
+    text, note = ctx.final_text, ""
+    if len(text) > MAX_READ_BYTES:
         limit = MAX_READ_BYTES // (1024 * 1024)
         return False, f"output is longer than the {limit} MiB json_field reads", []
+    body = fenced_body(text)
+    if body is not None:
+        if not spec["allow_fence"]:
+            return False, "output is a Markdown code fence, not bare JSON (allow_fence: false)", []
+        text, note = body, " (read inside the answer's Markdown code fence)"
     try:
-        document = json.loads(ctx.final_text)
+        document = json.loads(text)
     except RecursionError:
-        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels", []
+        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels{note}", []
     except ValueError as exc:
-        return False, f"output is not JSON ({exc})", []
+        start = _excerpt(ctx.redact(text), 0, EXCERPT_CHARACTERS)
+        return False, f"output is not JSON ({exc}){note}; it begins {start}", []
     if json_depth(document) > MAX_JSON_DEPTH:
-        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels", []
+        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels{note}", []
     value: Any = document
-    for part in spec["path"].split("."):
-        if isinstance(value, dict):
-            value = value.get(part, _MISSING)
-        elif isinstance(value, list) and re.fullmatch(r"-?[0-9]+", part):
-            # an index of more digits than any list has items is simply out of range
-            index = int(part) if _INDEX.fullmatch(part) else len(value)
-            value = value[index] if -len(value) <= index < len(value) else _MISSING
-        else:
-            value = _MISSING
-        if value is _MISSING:
-            return False, f"{spec['path']} is absent from the output", []
+    trail: list[str] = []  # what the walk found at each step of the path
+    parts = spec["path"].split(".")
+    for depth, part in enumerate(parts):
+        here = _cut(".".join(parts[:depth])) or "the output"
+        found = _step(value, part)
+        if found is _MISSING:
+            trail.append(f"{here} is {_described(value, part, ctx)}")
+            return False, f"{_cut(spec['path'])} is absent{note}: {'; '.join(trail)}", []
+        trail.append(f"{here} is {_kind(value)}")
+        value = found
     expected = spec["expected"]
     passed = same_json(value, expected)
     shown, wanted = _quoted(value, ctx), _quoted(expected, ctx)
-    return passed, f"{spec['path']} = {shown}, expected {wanted}", []
+    return passed, f"{_cut(spec['path'])} = {shown}, expected {wanted}{note}", []
 
 
-SHOWN_CHARACTERS = 200
+def _cut(text: str, limit: int = PATTERN_CHARACTERS) -> str:
+    """A name from the spec (a path) as a detail shows it: at most `limit` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _quoted(value: Any, ctx: GradeContext) -> str:
+def _step(value: Any, part: str) -> Any:
+    """value[part] for an object key or a list index (negative from the end), else _MISSING."""
+    if isinstance(value, dict):
+        return value.get(part, _MISSING)
+    if isinstance(value, list) and _is_index(part):
+        # an index of more digits than any list has items is simply out of range
+        index = int(part) if _INDEX.fullmatch(part) else len(value)
+        return value[index] if -len(value) <= index < len(value) else _MISSING
+    return _MISSING
+
+
+def _is_index(part: str) -> bool:
+    return re.fullmatch(r"-?[0-9]+", part) is not None
+
+
+def _described(value: Any, part: str, ctx: GradeContext) -> str:
+    """What a path step found where it could not go on to `part`."""
+    if isinstance(value, dict):
+        return _keys(value, ctx)
+    if isinstance(value, list):
+        return _kind(value) + ("" if _is_index(part) else ", indexed by numbers")
+    return f"{_kind(value)}, not an object or a list"
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in a few words."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return f"the number {json.dumps(value)}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item(s)"
+    return "an object"
+
+
+def _keys(value: dict[str, Any], ctx: GradeContext) -> str:
+    """`an object with keys "a", "b"` (the first few, secrets replaced)."""
+    if not value:
+        return "an empty object"
+    names = [_quoted(ctx.redact(key), ctx, KEY_CHARACTERS) for key in list(value)[:KEYS_SHOWN]]
+    more = f" and {len(value) - KEYS_SHOWN} more" if len(value) > KEYS_SHOWN else ""
+    return f"an object with keys {', '.join(names)}{more}"
+
+
+def _quoted(value: Any, ctx: GradeContext, limit: int = SHOWN_CHARACTERS) -> str:
     """A JSON value as a detail shows it: secrets replaced first, then escaped and cut."""
     text = json.dumps(_redacted(value, ctx.redact), ensure_ascii=False)
-    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _excerpt(text: str, start: int, length: int) -> str:
+    """text[start:start+length] quoted as JSON, with `…` where it was cut (text is already
+    redacted: secrets go before anything is cut or escaped)."""
+    end = start + length
+    piece = json.dumps(text[start:end], ensure_ascii=False)
+    if start > 0:
+        piece = "…" + piece
+    if end < len(text):
+        piece += "…"
+    return piece
+
+
+def _around(text: str, start: int, ctx: GradeContext) -> str:
+    """The output from a little before `start` on, quoted (secrets replaced first)."""
+    begin = max(0, len(ctx.redact(text[:start])) - CONTEXT_BEFORE)
+    return _excerpt(ctx.redact(text), begin, EXCERPT_CHARACTERS)
+
+
+def _difference(actual: str, expected: str, ctx: GradeContext) -> str:
+    """Where two texts first differ (line and column) and an excerpt of each around it:
+    `at line 1, column 1: expected "hello", got "Hello! How…"`."""
+    actual, expected = ctx.redact(actual), ctx.redact(expected)
+    index = next(
+        (i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b),
+        min(len(actual), len(expected)),
+    )
+    line = actual.count("\n", 0, index) + 1
+    column = index - (actual.rfind("\n", 0, index) + 1) + 1
+    start = max(0, index - CONTEXT_BEFORE)
+    if len(actual) < len(expected) and index == len(actual):
+        what = "the output ends early"
+    elif index == len(expected):
+        what = "the output goes on"
+    else:
+        what = ""
+    head = f"at line {line}, column {column}" + (f" ({what})" if what else "")
+    return (
+        f"{head}: expected {_excerpt(expected, start, EXCERPT_CHARACTERS)}, "
+        f"got {_excerpt(actual, start, EXCERPT_CHARACTERS)}"
+    )
 
 
 def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
@@ -371,10 +497,21 @@ def _need_workspace(ctx: GradeContext) -> WorkspaceView:
     return ctx.workspace
 
 
+def _where(ctx: GradeContext) -> str:
+    """Which workspace a path was looked up in."""
+    return "the run's worktree" if ctx.changed_files is not None else "the workspace"
+
+
 def _file_exists(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     relative = relative_path(spec["path"], "path")
     present = _need_workspace(ctx).exists(relative)
-    return present, f"{relative} {'exists' if present else 'does not exist'}", []
+    state = "exists" if present else "does not exist"
+    return present, f"{_shown_path(relative, ctx)} {state} in {_where(ctx)}", []
+
+
+def _shown_path(relative: str, ctx: GradeContext) -> str:
+    """A workspace-relative path as a detail names it (normalised, bounded)."""
+    return _cut(ctx.redact(os.path.normpath(relative)))
 
 
 def _expected_file(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
@@ -391,7 +528,7 @@ def _expected_file(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     actual = strip_trailing_newlines(ctx.final_text)
     if actual == expected:
         return True, f"output equals {spec['path']}", []
-    return False, f"output differs from {spec['path']} ({_first_difference(actual, expected)})", []
+    return False, f"output differs from {spec['path']} {_difference(actual, expected, ctx)}", []
 
 
 def _check_patterns(spec: Mapping[str, Any]) -> None:
@@ -439,28 +576,31 @@ def _verify_receipt(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     relative = relative_path(spec["path"], "path")
     workspace = _need_workspace(ctx)
     data = workspace.read_bytes(relative)
+    named = _shown_path(relative, ctx)
     if data is None:
         if workspace.exists(relative):
             limit = MAX_READ_BYTES // (1024 * 1024)
-            return False, f"{relative} is not a readable regular file of at most {limit} MiB", []
-        return False, f"{relative} was not written", []
+            return (
+                False,
+                f"{named} in {_where(ctx)} is not a readable regular file of at most {limit} MiB",
+                [],
+            )
+        return False, f"{named} was not written (looked in {_where(ctx)})", []
     try:
         receipt = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return False, f"{relative} is not valid JSON", []
+        start = _excerpt(ctx.redact(data.decode("utf-8", "replace")), 0, EXCERPT_CHARACTERS)
+        return False, f"{named} in {_where(ctx)} is not valid JSON; it begins {start}", []
     status = receipt.get("status") if isinstance(receipt, dict) else None
     expected = spec["expected_status"]
     shown = repr(_redacted(status, ctx.redact))  # secrets go before repr escapes them
     if len(shown) > SHOWN_CHARACTERS:
         shown = shown[: SHOWN_CHARACTERS - 1] + "…"
-    return status == expected, f"{relative} status is {shown}, expected {expected!r}", []
-
-
-def _first_difference(actual: str, expected: str) -> str:
-    for index, (a, b) in enumerate(zip(actual, expected, strict=False)):
-        if a != b:
-            return f"first difference at character {index}"
-    return f"lengths {len(actual)} and {len(expected)}"
+    return (
+        status == expected,
+        f"{named} in {_where(ctx)}: status is {shown}, expected {expected!r}",
+        [],
+    )
 
 
 _STR = (str,)
@@ -480,9 +620,14 @@ GRADERS: dict[str, GraderType] = {
         _regex_output,
         _check_regex,
     ),
+    # version 2: an answer that is one Markdown code fence is read inside it
     "json_field": GraderType(
-        "1",
-        {"path": Field(_STR, required=True), "expected": Field(_JSON, required=True)},
+        "2",
+        {
+            "path": Field(_STR, required=True),
+            "expected": Field(_JSON, required=True),
+            "allow_fence": Field((bool,), default=True),
+        },
         _json_field,
         _check_json_path,
     ),
@@ -586,6 +731,8 @@ def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str
     except Exception as exc:  # a bug in a grader is still a grader fault, not a zero
         status, score, checks = "grader_error", None, []
         detail = f"grader crashed: {type(exc).__name__}: {exc}"
+    if len(detail) > DETAIL_CHARACTERS:
+        detail = detail[: DETAIL_CHARACTERS - 1] + "…"
     return {
         "schema": GRADER_RESULT_SCHEMA,
         "grader_id": f"{kind}:{index}",
