@@ -239,11 +239,45 @@ def show_table(summary: dict[str, Any]) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Show counts per state for each seat and the seat x case matrix (--json: the summary)."""
+    """Show results: the seat x case matrix, one cell in full, or the list of cells.
+
+    brigade show DIR                  counts per state for each seat and the seat x case
+                                      matrix (--json: the summary)
+    brigade show DIR CELL [--full]    one cell (a coordinate case:seat:trial, or the start
+                                      of its id): state and why, attempts, graders, usage,
+                                      the answer (--full: all of it), the stderr tail of a
+                                      fault, changed files, its folders (--json: as JSON)
+    brigade show DIR --cells          every cell on one line: coordinate, state, reason,
+                                      attempt, duration, cost (--state/--seat/--case
+                                      filter, each repeatable; --json: a JSON list)
+    """
+    out = _output_dir(args.dir)
+    plan = _load_plan(out)
+    if args.cell is not None and args.cells:
+        raise InputError("show: give a CELL or --cells, not both")
+    if args.cell is None and not args.cells and (args.state or args.seat or args.case):
+        raise InputError("show: --state, --seat and --case filter --cells")
+    if args.cell is not None:
+        return _show_cell(out, plan, args.cell, full=args.full, as_json=args.json)
+    if args.cells:
+        from brigade.report.show import cell_rows, rows_text
+
+        rows = cell_rows(
+            plan,
+            current_receipts(out, plan),
+            states=args.state or (),
+            seats=args.seat or (),
+            cases=args.case or (),
+        )
+        if args.json:
+            json.dump([row.document() for row in rows], sys.stdout, indent=2, ensure_ascii=False)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(rows_text(rows) + "\n")
+        return 0
     from brigade.report.render import text_matrix
 
-    out = _output_dir(args.dir)
-    summary = summarize(out, _load_plan(out))
+    summary = summarize(out, plan)
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -252,6 +286,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(show_table(summary))
     print()
     print(text_matrix(summary))
+    return 0
+
+
+def _show_cell(out: Path, plan: Plan, key: str, *, full: bool, as_json: bool) -> int:
+    from brigade.report.detail import read_record, record_document
+    from brigade.report.model import state_reason
+    from brigade.report.show import cell_text, find_cell
+
+    cell = find_cell(plan, key)
+    record = read_record(
+        out, cell, workspace=_plan_workspace(plan), answer_limit=None if full else 1 << 20
+    )
+    if as_json:
+        reason = state_reason(record.state, record.receipt)
+        json.dump(record_document(record, reason), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(cell_text(record, full=full) + "\n")
     return 0
 
 
@@ -418,7 +470,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("show", cmd_show)
     sub.add_argument("dir", type=Path, help="output directory")
-    sub.add_argument("--json", action="store_true", help="print summary JSON")
+    sub.add_argument(
+        "cell", nargs="?", help="a cell: its coordinate (case:seat:trial) or the start of its id"
+    )
+    sub.add_argument("--cells", action="store_true", help="list the cells, one per line")
+    sub.add_argument("--state", action="append", help="--cells: only cells in this state")
+    sub.add_argument("--seat", action="append", help="--cells: only cells of this seat")
+    sub.add_argument("--case", action="append", help="--cells: only cells of this case")
+    sub.add_argument("--full", action="store_true", help="a cell: show the whole answer")
+    sub.add_argument(
+        "--json", action="store_true", help="print JSON (the summary, the cell, or the list)"
+    )
 
     sub = command("report", cmd_report)
     sub.add_argument("dir", type=Path, help="output directory")

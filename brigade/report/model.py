@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,3 +80,112 @@ def failure_reasons(cells: Iterable[ReportCell]) -> dict[str, dict[str, int]]:
             per_seat = table.setdefault(cell.label, {})
             per_seat[cell.seat] = per_seat.get(cell.seat, 0) + 1
     return dict(sorted(table.items()))
+
+
+def _ids(graders: Iterable[Mapping[str, Any]]) -> str:
+    return ", ".join(str(g.get("grader_id")) for g in graders)
+
+
+def passed(grader: Mapping[str, Any]) -> bool:
+    """Whether a grader result scored its maximum."""
+    score, top = grader.get("score"), grader.get("score_max", 1)
+    return (
+        grader.get("status") == "scored"
+        and isinstance(score, (int, float))
+        and isinstance(top, (int, float))
+        and score >= top
+    )
+
+
+def state_reason(state: str, receipt: Mapping[str, Any] | None) -> str:
+    """Why a cell is in its state, in one line (from its receipt)."""
+    receipt = receipt or {}
+    graders = [g for g in receipt.get("graders") or [] if isinstance(g, Mapping)]
+    detail = receipt.get("failure_detail")
+    if state == "missing":
+        return "not run yet"
+    if state == "running":
+        return (
+            f"attempt {receipt.get('attempt')} started at {receipt.get('started_at')} and has not "
+            "finished: it is still running, or its run was killed (the next run starts a new "
+            "attempt)"
+        )
+    if state == "accepted":
+        return f"all {len(graders)} grader(s) passed"
+    if state == "rejected":
+        failed = [g for g in graders if not passed(g)]
+        return f"failed {_ids(failed)} ({len(graders) - len(failed)} of {len(graders)} passed)"
+    if state == "unscored":
+        return "no graders: the answer is recorded, not scored"
+    if state == "grader_error":
+        broken = [g for g in graders if g.get("status") == "grader_error"]
+        return f"grader(s) could not run: {_ids(broken)} (a fault of the apparatus)"
+    if state == "execution_error":
+        return str(detail or "the seat failed")
+    if state == "adapter_error":
+        fault = receipt.get("fault")
+        kind = fault.get("kind") if isinstance(fault, Mapping) else None
+        kind = kind or receipt.get("failure_reason") or "fault"
+        return f"{kind}: {detail}" if detail else str(kind)
+    return str(detail or state)
+
+
+def short_reason(state: str, receipt: Mapping[str, Any] | None) -> str:
+    """The reason column of a cell list: a failure reason, fault kind or grader ids; `-`."""
+    receipt = receipt or {}
+    if receipt.get("failure_reason"):
+        return str(receipt["failure_reason"])
+    fault = receipt.get("fault")
+    if isinstance(fault, Mapping) and fault.get("kind"):
+        return str(fault["kind"])
+    graders = [g for g in receipt.get("graders") or [] if isinstance(g, Mapping)]
+    if state == "rejected":
+        return _ids(g for g in graders if not passed(g)) or "-"
+    if state == "grader_error":
+        return _ids(g for g in graders if g.get("status") == "grader_error") or "-"
+    if state == "execution_error" and receipt.get("exit_code") is not None:
+        return f"exit {receipt['exit_code']}"
+    return "-"
+
+
+def seconds_text(value: Any) -> str:
+    """`1.25 s`, or `–` when unknown."""
+    return f"{value:.2f} s" if isinstance(value, (int, float)) else "–"
+
+
+def cost_text(usage: Mapping[str, Any] | None) -> str:
+    """`$0.0040`, or `–` when the cost is unknown."""
+    cost = usage.get("cost_usd") if usage else None
+    return f"${cost:.4f}" if isinstance(cost, (int, float)) else "–"
+
+
+def _count(value: Any) -> str | None:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_text(usage: Mapping[str, Any] | None) -> str | None:
+    """A run's usage in one line (only what is known), None when nothing is."""
+    if not usage:
+        return None
+    parts = []
+    tokens = _count(usage.get("input_tokens"))
+    if tokens is not None:
+        cached = _count(usage.get("cached_input_tokens"))
+        parts.append(f"{tokens} input tokens" + (f" ({cached} cached)" if cached else ""))
+    tokens = _count(usage.get("output_tokens"))
+    if tokens is not None:
+        reasoning = _count(usage.get("reasoning_tokens"))
+        parts.append(f"{tokens} output tokens" + (f" ({reasoning} reasoning)" if reasoning else ""))
+    turns = _count(usage.get("turns"))
+    if turns is not None:
+        parts.append(f"{turns} turn(s)")
+    if isinstance(usage.get("cost_usd"), (int, float)):
+        source = usage.get("cost_source")
+        parts.append(cost_text(usage) + (f" ({source})" if source else ""))
+    models = usage.get("models")
+    names = list(models) if isinstance(models, Mapping) else []
+    if not names and isinstance(usage.get("model"), str):
+        names = [usage["model"]]
+    if names:
+        parts.append("model " + ", ".join(str(n) for n in names))
+    return ", ".join(parts) or None

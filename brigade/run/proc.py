@@ -353,17 +353,23 @@ def _group_alive(pgid: int) -> bool:
 
 
 def capture_bytes(
-    argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 10.0
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    timeout: float = 10.0,
+    stdin: bytes | None = None,
 ) -> tuple[int | None, bytes, str]:
     """Run a short helper command (git, `--version`): (code, stdout bytes, stderr text).
 
-    A missing program or a timeout gives code None instead of raising.
+    `stdin` is fed to it (else it reads nothing). A missing program or a timeout
+    gives code None instead of raising.
     """
     try:
         done = subprocess.run(
             list(argv),
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             capture_output=True,
             timeout=timeout,
             start_new_session=True,
