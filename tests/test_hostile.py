@@ -491,3 +491,29 @@ def test_popen_refusing_a_command_is_a_launch_failure(tmp_path: Path) -> None:
     )
     assert (result.launched, result.exit_code) == (False, None)
     assert result.launch_error == f"cannot launch {sys.executable}: embedded null byte"
+
+
+def test_an_unreadable_doit_db_is_dropped_as_the_cache_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chmod 000 .doit.db` (root reads it anyway, so the refusal is simulated)."""
+    from brigade.errors import EnvironmentProblem
+    from brigade.front.tasks import dep_file
+
+    db = tmp_path / ".doit.db"
+    db.write_text("{}")
+    real = Path.read_bytes
+
+    def forbidden(self: Path) -> bytes:
+        if self == db:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", forbidden)
+    assert dep_file(tmp_path) == str(db)
+    assert not db.exists()
+    monkeypatch.undo()
+    db.mkdir()
+    with pytest.raises(EnvironmentProblem) as refused:
+        dep_file(tmp_path)
+    assert str(refused.value) == f"{db}: is a folder where doit keeps its DB (move it away)"
