@@ -64,8 +64,8 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
     """
     from brigade.core.taxonomy import cell_score, classify_grades
     from brigade.front.session import Options, open_session
-    from brigade.front.tasks import write_plan
     from brigade.outdir import store
+    from brigade.outdir.planfile import write_plan
     from brigade.run.graders import run_graders
     from brigade.run.runner import grade_context, running_receipt
 

@@ -206,22 +206,25 @@ def test_stale_cells_are_kept_reported_and_not_counted(project: Project) -> None
 def test_plan_index_keeps_cell_ids_but_is_never_trusted_blindly(project: Project) -> None:
     finished(project)
     index_path = project.out / ".plan-index.json"
-    index = json.loads(index_path.read_text())
+    sidecar = json.loads(index_path.read_text())
+    index = sidecar["entries"]["plan.json"][1]
     plan = json.loads((project.out / "plan.json").read_text())
     assert [pair[0] for pair in index["ids"]] == [c["cell_id"] for c in plan["cells"]]
     # a corrupted id list does not add up to the recorded key: the cells are hashed again
     index["ids"][0][0] = "0" * 64
-    index_path.write_text(json.dumps(index))
+    index_path.write_text(json.dumps(sidecar))
     assert project.doit().returncode == 3
     assert project.launches() == 5
     assert json.loads((project.out / "plan.json").read_text()) == plan
-    # an index from before ids were kept is rebuilt once
-    index_path.write_text(
-        json.dumps({k: v for k, v in index.items() if k not in ("ids", "inputs")})
-    )
+    # an index without ids is rebuilt once
+    sidecar["entries"]["plan.json"][1] = {
+        k: v for k, v in index.items() if k not in ("ids", "inputs")
+    }
+    index_path.write_text(json.dumps(sidecar))
     assert project.doit().returncode == 3
     assert project.launches() == 5
-    assert json.loads(index_path.read_text())["ids"][0][0] == plan["cells"][0]["cell_id"]
+    rebuilt = json.loads(index_path.read_text())["entries"]["plan.json"][1]
+    assert rebuilt["ids"][0][0] == plan["cells"][0]["cell_id"]
 
 
 def test_temp_files_of_interrupted_writes_are_cleaned_up(project: Project) -> None:
@@ -259,4 +262,4 @@ def test_temp_files_of_interrupted_writes_are_cleaned_up(project: Project) -> No
     # only names an atomic write makes (.<name>.<8 random characters>.tmp)
     assert all(p.exists() for p in kept)
     state = json.loads(next((project.out / ".export-state").iterdir()).read_text())
-    assert not [name for name in state["files"] if name.endswith(".tmp")]
+    assert not [name for name in state["entries"] if name.endswith(".tmp")]

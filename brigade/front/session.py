@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
-from brigade.core.plan import Cell, Plan, cells_key, expand, expansion_key, len_cells, stale_cells
+from brigade.core.plan import Plan
 from brigade.core.specs import ExecutorKind, ExecutorSpec, Manifest, Roster
-from brigade.core.taxonomy import Action, decide, reusable_source
+from brigade.core.taxonomy import GRADED, Action, decide, reusable_source
 from brigade.errors import InputError
 from brigade.inputs import loading
-from brigade.outdir import store
+from brigade.outdir import caches, store
+from brigade.outdir.planfile import plan_against_disk
 from brigade.run import graders
 from brigade.run.doctor import read_only_warnings
 from brigade.run.runner import RunContext
@@ -67,10 +67,9 @@ class Session:
     plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
     resumed: bool = False  # the output directory held a plan before
     warnings: list[str] = field(default_factory=list)
-    output_index: dict[str, Any] | None = None  # cell_id -> final.txt stat when verified
-    output_index_changed: bool = False
-    receipt_index: dict[str, Any] = field(default_factory=dict)  # cell_id -> [stat, slim, attempt]
-    receipt_index_changed: bool = False
+    # caches: cell_id -> what cell.json says; cell_id -> the final.txt digest verified
+    receipt_index: caches.Sidecar | None = None
+    output_index: caches.Sidecar | None = None
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
 
@@ -133,91 +132,6 @@ def grader_warnings(manifest: Manifest) -> list[str]:
 def default_out(workspace: Path, name: str) -> Path:
     """`<workspace>/.brigade/evals/<name>/`."""
     return workspace / ".brigade" / "evals" / name
-
-
-@dataclass(frozen=True)
-class PlanOnDisk:
-    """The current plan, and how it relates to the plan.json already on disk."""
-
-    plan: Plan
-    key: str
-    current: bool  # plan.json already holds exactly this plan
-    resumed: bool  # there was a plan.json (this output directory was used before)
-    indexed: bool = False  # plan.json's index is valid too
-    inputs: str | None = None  # expansion_key of the inputs, recorded in the plan index
-
-
-def plan_against_disk(
-    manifest: Manifest,
-    roster: Roster,
-    label: str,
-    out: Path,
-    context: dict[str, str],
-    *,
-    compare: bool = True,
-) -> PlanOnDisk:
-    """Expand the manifest; stale cells and currency from the previous plan.json.
-
-    plan.json is only parsed when its index (its stat and the key of the plan
-    it holds) does not show it already holds this plan.
-    """
-    index = store.read_json(out / store.PLAN_INDEX)
-    inputs = expansion_key(manifest, roster, context)
-    cells, key = _expand_cached(manifest, roster, label, context, inputs, index)
-    plan_path = out / store.PLAN_FILE
-    stat = store.stat_key(plan_path)
-    if (
-        isinstance(index, dict)
-        and index.get("key") == key
-        and stat is not None
-        and index.get("stat") == stat
-        and index.get("inputs") == inputs
-        and isinstance(index.get("stale_cells"), list)
-    ):
-        stale = [dict(entry) for entry in index["stale_cells"]]
-        plan = Plan(manifest.name, manifest.digest, tuple(cells), tuple(stale), context)
-        return PlanOnDisk(plan, key, current=True, resumed=True, indexed=True, inputs=inputs)
-    previous = store.read_json(plan_path)
-    previous = previous if isinstance(previous, dict) else None
-    stale = stale_cells(cells, previous)
-    if stale:  # only cells kept on disk are stale (not those of a copied or unrun plan)
-        present = store.existing_cells(out)
-        stale = [entry for entry in stale if entry["previous_cell_id"] in present]
-    plan = Plan(
-        name=manifest.name,
-        manifest_digest=manifest.digest,
-        cells=tuple(cells),
-        stale_cells=tuple(stale),
-        context=context,
-    )
-    current = compare and previous is not None and previous == plan.document()
-    return PlanOnDisk(plan, key, current=current, resumed=stat is not None, inputs=inputs)
-
-
-def _expand_cached(
-    manifest: Manifest,
-    roster: Roster,
-    label: str,
-    context: dict[str, str],
-    inputs: str | None,
-    index: Any,
-) -> tuple[list[Cell], str]:
-    """The cells and their key; hashing skipped when the plan index holds the cell ids of
-    an expansion of these very inputs and they still add up to its recorded key."""
-    if (
-        inputs is not None
-        and isinstance(index, dict)
-        and index.get("inputs") == inputs
-        and isinstance(index.get("ids"), list)
-        and len(index["ids"]) == len_cells(manifest)
-        and all(isinstance(pair, list) and len(pair) == 2 for pair in index["ids"])
-    ):
-        cells = expand(manifest, roster, label, known=index["ids"])
-        key = cells_key(manifest.name, manifest.digest, cells, context)
-        if key == index.get("key"):
-            return cells, key
-    cells = expand(manifest, roster, label)
-    return cells, cells_key(manifest.name, manifest.digest, cells, context)
 
 
 def plan_only(options: Options) -> tuple[Plan, Path]:
@@ -323,16 +237,14 @@ def scan(session: Session) -> None:
     out, retry = session.out, session.options.retry_transient
     needs_run = []
     present = store.existing_cells(out)
-    loaded = store.read_json(out / store.RECEIPT_INDEX) if present else None
-    index = loaded if isinstance(loaded, dict) else {}
+    index = caches.Sidecar(out / store.RECEIPT_INDEX, caches.cache_key(), load=bool(present))
+    session.receipt_index = index
     recorded, actions = session.recorded, session.actions
-    rebuilt_any = False
     with store.opened_folder(store.cells_root(out)) as cells_fd:
         for cell in session.plan.cells:
             cell_id = cell.cell_id
             if cell_id in present:
-                seen, rebuilt = store.read_receipt_indexed(out, cell_id, index, cells_fd)
-                rebuilt_any |= rebuilt
+                seen = read_receipt_indexed(out, cell_id, index, cells_fd)
             else:
                 seen = store.UNSEEN
             recorded[cell_id] = seen
@@ -342,8 +254,6 @@ def scan(session: Session) -> None:
             actions[cell_id] = action
             if action == "run":
                 needs_run.append(cell)
-    session.receipt_index = index
-    session.receipt_index_changed |= rebuilt_any
     if not needs_run:
         return
     sources = reuse_index(out, {c.cell_id for c in session.plan.cells}, retry)
@@ -358,7 +268,33 @@ def scan(session: Session) -> None:
             session.actions[cell.cell_id] = "reuse"
 
 
-GRADED = frozenset({"accepted", "rejected", "unscored"})
+def read_receipt_indexed(
+    out: Path, cell_id: str, index: caches.Sidecar, cells_fd: int | None = None
+) -> store.Seen:
+    """A cell's receipt as a slim view, from the receipt index while cell.json's stat
+    still matches (taken before the file is read), else from cell.json (indexed again).
+
+    Run once per cell on every resume: kept to one stat, relative to `cells_fd`
+    when given, and no needless allocation.
+    """
+    relative = f"{cell_id}/{store.RECEIPT_FILE}"
+    if cells_fd is None:
+        info = caches.stat_of(f"{out}/{store.CELLS_DIR}/{relative}")
+    else:
+        info = caches.stat_of(relative, cells_fd)
+    value = index.fresh(cell_id, info)
+    if type(value) is list and len(value) == 2:
+        raw, attempt = value
+        if raw is None:  # an untrusted receipt, as recorded
+            return store.Seen(None, attempt)
+        slim = raw if type(raw) is store.SlimReceipt else store.SlimReceipt.from_json(raw)
+        if slim is not None:
+            value[0] = slim  # parsed once per process
+            return store.Seen(slim, attempt)
+    recorded = store.recorded_from(store.read_json(out / store.CELLS_DIR / relative), cell_id, out)
+    slim = store.slim_receipt(recorded.receipt) if recorded.receipt is not None else None
+    index.record(cell_id, info, [slim, recorded.attempt])
+    return store.Seen(slim, recorded.attempt)
 
 
 def output_intact(
@@ -369,8 +305,8 @@ def output_intact(
 ) -> bool:
     """Whether a graded cell's run/final.txt still has the recorded output_digest.
 
-    A file's digest is computed once; afterwards an unchanged stat (size,
-    mtime) vouches for it, so a no-op resume costs one stat per cell (relative
+    A file's digest is computed once; afterwards its unchanged stat vouches for
+    it (the output index), so a no-op resume costs one stat per cell (relative
     to `cells_fd`, the cells folder, when given).
     """
     if receipt is None or receipt.get("state") not in GRADED:
@@ -381,45 +317,32 @@ def output_intact(
     if type(attempt) is not int:
         return False
     if session.output_index is None:
-        loaded = store.read_json(session.out / store.OUTPUT_INDEX)
-        session.output_index = loaded if isinstance(loaded, dict) else {}
+        session.output_index = caches.Sidecar(session.out / store.OUTPUT_INDEX, caches.cache_key())
     # string paths: building 10,000 Paths costs more than the stats themselves
     relative = (
         f"{cell_id}/{store.ATTEMPTS_DIR}/{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
     )
     final = f"{session.out}/{store.CELLS_DIR}/{relative}"
-    try:
-        info = os.stat(final) if cells_fd is None else os.stat(relative, dir_fd=cells_fd)
-    except OSError:
-        info = None
-    if info is not None and store.stat_matches(session.output_index.get(cell_id), info):
+    info = caches.stat_of(final) if cells_fd is None else caches.stat_of(relative, cells_fd)
+    if session.output_index.fresh(cell_id, info) == [attempt, expected]:
         return True
     if store.file_digest(final) != expected:
         return False
-    if info is not None:
-        session.output_index[cell_id] = [info.st_size, info.st_mtime_ns]
-        session.output_index_changed = True
+    session.output_index.record(cell_id, info, [attempt, expected])
     return True
 
 
 def save_indexes(session: Session) -> None:
     """Keep the receipt and output indexes for the next run (caches; safe to lose)."""
-    if session.output_index_changed and session.output_index is not None:
-        store.atomic_write_bytes(
-            session.out / store.OUTPUT_INDEX,
-            json.dumps(session.output_index).encode(),
-            durable=False,
-        )
-        session.output_index_changed = False
-    if session.receipt_index_changed:
-        store.atomic_write_bytes(
-            session.out / store.RECEIPT_INDEX,
-            json.dumps(
-                session.receipt_index, separators=(",", ":"), default=store.SlimReceipt.to_json
-            ).encode(),
-            durable=False,
-        )
-        session.receipt_index_changed = False
+    if session.output_index is not None:
+        session.output_index.save()
+    if session.receipt_index is not None:
+        session.receipt_index.save(default=store.SlimReceipt.to_json)
+
+
+def indexes_changed(session: Session) -> bool:
+    """Whether the scan found a cell.json changed since the receipt index was written."""
+    return session.receipt_index is not None and session.receipt_index.changed
 
 
 def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str, str]:

@@ -16,18 +16,18 @@ from typing import Any
 from doit import create_after
 from doit.exceptions import TaskFailed
 
-from brigade.core.plan import PLAN_SCHEMA, Cell, Plan
+from brigade.core.plan import Cell, Plan
 from brigade.core.specs import ExecutorKind
 from brigade.errors import BrigadeError, EnvironmentProblem
 from brigade.front.reporter import REFUSED, RunInfo, make_reporter
-from brigade.front.session import Options, Session, open_session, save_indexes
+from brigade.front.session import Options, Session, indexes_changed, open_session, save_indexes
 from brigade.outdir import store
 from brigade.outdir.export import export, secrets_for
+from brigade.outdir.planfile import write_plan
 from brigade.outdir.results import (
     current_receipts,
     remember_summary,
     summary_current,
-    summary_key,
     write_summary,
 )
 from brigade.report.build import untouched as report_untouched
@@ -62,25 +62,6 @@ def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
     return result if isinstance(result, TaskFailed) else None
 
 
-def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> None:
-    """Write plan.json (the output directory is created here) and its index.
-
-    The index also keeps the cell ids with the key of the inputs they were
-    expanded from, so the next load of the same inputs need not hash them.
-    """
-    document = plan.document()
-    out.mkdir(parents=True, exist_ok=True)
-    store.write_json(out / store.PLAN_FILE, document, PLAN_SCHEMA, sample=True, compact=True)
-    index = {
-        "key": key,
-        "stat": store.stat_key(out / store.PLAN_FILE),
-        "stale_cells": document["stale_cells"],
-        "inputs": inputs,
-        "ids": [[cell.cell_id, cell.run_key] for cell in plan.cells],
-    }
-    store.atomic_write_bytes(out / store.PLAN_INDEX, json.dumps(index).encode(), durable=False)
-
-
 def finalize(
     out: Path,
     plan: Plan,
@@ -100,12 +81,11 @@ def finalize(
     # interrupted earlier run (summary, indexes, plan) are nobody's now
     store.remove_stale_temps(out)
     receipts = current_receipts(out, plan, known)
-    key = summary_key(plan_key)
-    same = untouched and summary_current(out, key)
+    same = untouched and summary_current(out, plan_key)
     summary: dict[str, Any] | None = None
     if not same:
         summary = write_summary(out, plan, receipts)
-        remember_summary(out, key, summary)
+        remember_summary(out, plan_key, summary)
     # one set of secrets (and one matcher over them) for the export and the report
     secrets = secrets_for(out.absolute(), plan, workspace)
     result = export(
@@ -207,7 +187,7 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     # nothing to run and no receipt changed since the last run: its summary still holds
     untouched = (
         session.plan_is_current
-        and not session.receipt_index_changed
+        and not indexes_changed(session)
         and not always
         and len(unchanged) == len(plan.cells)
     )

@@ -9,12 +9,11 @@ import marshal
 import re
 from collections.abc import Callable
 from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brigade.core.jsonpath import format_path
 from brigade.errors import InputError
+from brigade.inputs import sources
 from brigade.inputs.cache import cache_dir, write_cache_entry
 
 if TYPE_CHECKING:  # jsonschema is imported when a document is first validated
@@ -43,18 +42,9 @@ class InvalidDocument(ValueError):
 @cache
 def schema(tag: str) -> dict[str, Any]:
     """The parsed schema for a document tag."""
-    text = _schema_text(FILES[tag])
+    text = sources.schema_text(FILES[tag])
     loaded: dict[str, Any] = json.loads(text)
     return loaded
-
-
-def _schema_text(name: str) -> str:
-    # an installed wheel carries schemas/ as package data (brigade.schema_files);
-    # an editable install reads the top-level schemas/ of the source checkout
-    try:
-        return resources.files("brigade.schema_files").joinpath(name).read_text("utf-8")
-    except ModuleNotFoundError:
-        return (Path(__file__).resolve().parents[2] / "schemas" / name).read_text("utf-8")
 
 
 _ANNOTATIONS = frozenset({"description", "title", "$comment"})
@@ -139,8 +129,15 @@ def _compiled(tag: str) -> Callable[[Any], Any]:
     }
     definition["$schema"] = "http://json-schema.org/draft-07/schema#"
     # marshalled bytecode is specific to the interpreter: its magic number is in the key
+    # (and brigade's code: the inlining above is ours)
     material = json.dumps(
-        [definition, fastjsonschema.VERSION, importlib.util.MAGIC_NUMBER.hex()], sort_keys=True
+        [
+            definition,
+            fastjsonschema.VERSION,
+            importlib.util.MAGIC_NUMBER.hex(),
+            sources.code_digest(),
+        ],
+        sort_keys=True,
     )
     path = cache_dir() / "validators" / (hashlib.sha256(material.encode()).hexdigest()[:32])
     try:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from brigade.inputs import schemas
+from brigade.inputs import schemas, sources
 from brigade.inputs.cache import cache_dir, write_cache_entry
 from brigade.inputs.documents import parse_document, read_bytes
 
@@ -16,11 +16,9 @@ def read_valid_document(path: Path, label: str, schema_tag: str) -> Any:
     """Read a document and validate it against its schema (one-line InputError when not).
 
     An input that validated before is taken from a cache keyed by the
-    digest of its bytes, the schema and brigade's version, so an unchanged
-    manifest is not parsed and validated again on every resume.
+    digest of its bytes, the schema and brigade's code (sources.code_digest),
+    so an unchanged manifest is not parsed and validated again on every resume.
     """
-    from brigade import __version__
-
     data = read_bytes(path, label)
     key = hashlib.sha256(
         b"\0".join(
@@ -29,7 +27,7 @@ def read_valid_document(path: Path, label: str, schema_tag: str) -> Any:
                 path.suffix.lower().encode(),
                 schema_tag.encode(),
                 json.dumps(schemas.schema(schema_tag), sort_keys=True).encode(),
-                __version__.encode(),
+                sources.code_digest().encode(),
             ]
         )
     ).hexdigest()

@@ -36,7 +36,7 @@ from brigade.core.projection import (
 )
 from brigade.errors import EnvironmentProblem, InputError
 from brigade.inputs import schemas
-from brigade.outdir import legacy, store
+from brigade.outdir import caches, legacy, store
 from brigade.outdir.results import current_receipts
 
 
@@ -140,54 +140,15 @@ def _stamp(receipt: Mapping[str, Any]) -> str:
     return f"{receipt.get('attempt')}|{receipt.get('state')}|{receipt.get('graded_at')}"
 
 
-class _State:
-    """What the last export wrote and checked, so an unchanged cell costs one stat.
+EXPORT_STATE = ".export-state"  # a cache folder: one sidecar per export destination
 
-    `files` maps a file's name relative to the export to [size, mtime_ns, stamp]
-    as last checked. Kept beside the output directory's other bookkeeping, not
-    in the export.
-    """
 
-    def __init__(self, out: Path, dest: Path, key: str) -> None:
-        self.path = out / ".export-state" / f"{text_digest(str(dest))[7:23]}.json"
-        self.key = key
-        previous = store.read_json(self.path)
-        valid = isinstance(previous, dict) and previous.get("key") == key
-        files = previous.get("files") if valid and isinstance(previous, dict) else None
-        self.files: dict[str, list[Any]] = files if isinstance(files, dict) else {}
-        self.changed = False
-
-    def unchanged(
-        self, relative: str, path: Path | str, stamp: str, dir_fd: int | None = None
-    ) -> bool:
-        """The file was checked with this stamp and has not been touched since
-        (`path` relative to `dir_fd` when given)."""
-        entry = self.files.get(relative)
-        if entry is None or entry[2] != stamp:
-            return False
-        try:
-            info = os.stat(path, dir_fd=dir_fd)
-        except OSError:
-            return False
-        return store.stat_matches(entry[:2], info)
-
-    def record(self, relative: str, path: Path | str, stamp: str) -> None:
-        """The file was just checked (or written) with this stamp."""
-        stat = store.stat_key(path)
-        if stat is not None:
-            self.files[relative] = [*stat, stamp]
-        else:
-            self.files.pop(relative, None)
-        self.changed = True
-
-    def forget(self, relative: str) -> None:
-        if self.files.pop(relative, None) is not None:
-            self.changed = True
-
-    def save(self) -> None:
-        store.atomic_write_bytes(
-            self.path, json.dumps({"key": self.key, "files": self.files}).encode(), durable=False
-        )
+def _state(out: Path, dest: Path, key: str) -> caches.Sidecar:
+    """What the last export to `dest` wrote and checked: relative name -> the stamp of its
+    source, while the file's stat is unchanged (so an unchanged cell costs one stat).
+    Kept beside the output directory's other bookkeeping, not in the export."""
+    path = out / EXPORT_STATE / f"{text_digest(str(dest))[7:23]}.json"
+    return caches.Sidecar(path, caches.cache_key(key))
 
 
 def _write(
@@ -230,13 +191,14 @@ def export(
     dest = (dest or own).absolute()
     _claim(out, dest, dest == own)
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
-    state = _State(out, dest, _projection_key(out, secrets))
+    state = _state(out, dest, _projection_key(out, secrets))
     receipts = receipts if receipts is not None else current_receipts(out, plan)
     written: dict[str, str] = {}  # relative name -> stamp
-    plan_stat = store.stat_key(out / store.PLAN_FILE)
-    recorded = state.files.get(store.SUMMARY_FILE)
-    if summary_unchanged and recorded and recorded[:2] == store.stat_key(dest / store.SUMMARY_FILE):
-        summary_stamp = str(recorded[2])  # exported from this very summary, untouched since
+    plan_info = caches.stat_of(out / store.PLAN_FILE)  # before plan.json is read
+    plan_stamp = f"plan {caches.stat_key(plan_info) if plan_info is not None else None}"
+    recorded = state.fresh_file(store.SUMMARY_FILE, dest / store.SUMMARY_FILE)
+    if summary_unchanged and type(recorded) is str:
+        summary_stamp = recorded  # exported from this very summary, untouched since
         summary = None
     else:
         summary = store.read_json(out / store.SUMMARY_FILE)
@@ -248,7 +210,7 @@ def export(
             PLAN_SCHEMA,
             lambda: store.read_json(out / store.PLAN_FILE),
             project_plan,
-            f"plan {plan_stat}",
+            plan_stamp,
         ),
         # the summary was validated when written and its projection only rewrites
         # strings; validating its long value lists twice per run is not worth it.
@@ -258,7 +220,7 @@ def export(
     verified: set[str] = set()  # unchanged since an earlier export checked them
     for name, tag, load, project, stamp in sources:
         target = dest / name
-        if state.unchanged(name, target, stamp):
+        if state.fresh_file(name, target) == stamp:
             written[name] = stamp
             verified.add(name)
             continue
@@ -277,7 +239,8 @@ def export(
                 continue
             name = f"{store.CELLS_DIR}/{cell_id}.json"
             stamp = _stamp(receipt)
-            if cells_fd is not None and state.unchanged(name, f"{cell_id}.json", stamp, cells_fd):
+            exported = f"{cell_id}.json"
+            if cells_fd is not None and state.fresh_file(name, exported, cells_fd) == stamp:
                 written[name] = stamp
                 verified.add(name)
                 continue
@@ -294,14 +257,18 @@ def export(
     _mark(dest)
     written[MARKER_FILE] = "marker"
     leaks = _check_changed(dest, secrets, state, written, verified)
-    if not leaks and state.changed:
+    if not leaks:
         state.save()
     # the marker is bookkeeping, not one of the files exported
     return ExportResult(dest=dest, files=len(written) - 1, leaks=tuple(leaks))
 
 
 def _check_changed(
-    dest: Path, secrets: Secrets, state: _State, written: dict[str, str], verified: set[str]
+    dest: Path,
+    secrets: Secrets,
+    state: caches.Sidecar,
+    written: dict[str, str],
+    verified: set[str],
 ) -> list[Leak]:
     """Check every file in dest that was not checked, unchanged, by an earlier export.
 
@@ -330,16 +297,16 @@ def _check_changed(
                     listed.discard(relative)
                     continue
             stamp = written.get(relative, "unknown")
-            if state.unchanged(relative, path, stamp):
+            info = caches.stat_of(path)  # before the check reads it
+            if state.fresh(relative, info) == stamp:
                 continue
             found = check_file(Path(path), f"{dest.name}/{relative}", secrets, roles_of(relative))
             leaks.extend(found)
             if found:
                 state.forget(relative)
             else:
-                state.record(relative, path, stamp)
-    for relative in [name for name in state.files if name not in listed]:
-        state.forget(relative)  # gone from the export
+                state.record(relative, info, stamp)
+    state.keep_only(listed)  # files gone from the export
     return sorted(leaks, key=str)
 
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from brigade.core.clock import utc_now
-from brigade.core.identity import text_digest
 from brigade.core.plan import PLAN_SCHEMA, Plan
 from brigade.errors import InputError
-from brigade.outdir import legacy, store
+from brigade.outdir import caches, legacy, store
 
 Receipts = dict[str, Mapping[str, Any] | None]  # full receipts, or slim views of them
 # above this many cells summary.json is written compact and validated by sample
@@ -72,42 +70,29 @@ def read_plan_document(out: Path) -> dict[str, Any]:
     return doc
 
 
-SUMMARY_KEY = ".summary-key.json"  # a cache: which plan and receipts summary.json was made from
+SUMMARY_KEY = ".summary-key.json"  # a cache: which plan summary.json was made from, its headline
 
 
-def summary_key(plan_key: str) -> str:
-    """Changes with the plan and with the code that computes a summary."""
-    from brigade import __version__
-
-    # the modules' sources, read without importing them (a no-op resume never needs them)
-    here = Path(__file__).parents[1] / "core"
-    parts = [plan_key, __version__]
-    parts += [(here / name).read_text("utf-8") for name in ("summary.py", "trials.py")]
-    return text_digest("\0".join(parts))
+def _summary_sidecar(out: Path) -> caches.Sidecar:
+    # keyed on brigade's code: a summary computed by other code is never taken as current
+    return caches.Sidecar(out / SUMMARY_KEY, caches.cache_key())
 
 
-def summary_current(out: Path, key: str) -> bool:
-    """summary.json was written for this key and is untouched since."""
-    recorded = store.read_json(out / SUMMARY_KEY)
-    stat = store.stat_key(out / store.SUMMARY_FILE)
-    return (
-        isinstance(recorded, dict)
-        and recorded.get("key") == key
-        and stat is not None
-        and (recorded.get("stat") == stat)
-        and "headline" in recorded
+def summary_current(out: Path, plan_key: str) -> bool:
+    """summary.json was written for this plan (by this code) and is untouched since."""
+    recorded = _summary_sidecar(out).fresh_file(store.SUMMARY_FILE, out / store.SUMMARY_FILE)
+    return type(recorded) is dict and recorded.get("plan") == plan_key and "headline" in recorded
+
+
+def remember_summary(out: Path, plan_key: str, summary: Mapping[str, Any]) -> None:
+    """Record which plan summary.json was just written for, and its headline."""
+    sidecar = caches.Sidecar(out / SUMMARY_KEY, caches.cache_key(), load=False)
+    sidecar.record(
+        store.SUMMARY_FILE,
+        caches.stat_of(out / store.SUMMARY_FILE),  # the file this process just wrote
+        {"plan": plan_key, "exit_code": summary["exit_code"], "headline": headline(summary)},
     )
-
-
-def remember_summary(out: Path, key: str, summary: Mapping[str, Any]) -> None:
-    """Record which key summary.json was just written for, and its headline."""
-    record = {
-        "key": key,
-        "stat": store.stat_key(out / store.SUMMARY_FILE),
-        "exit_code": summary["exit_code"],
-        "headline": headline(summary),
-    }
-    store.atomic_write_bytes(out / SUMMARY_KEY, json.dumps(record).encode(), durable=False)
+    sidecar.save()
 
 
 def headline(summary: Mapping[str, Any]) -> str:
@@ -127,14 +112,12 @@ def headline(summary: Mapping[str, Any]) -> str:
 def summary_headline(out: Path) -> tuple[str, int] | None:
     """(headline, exit code) of summary.json: from its sidecar while summary.json is
     untouched since the sidecar was written (a large summary costs a while to parse)."""
-    recorded = store.read_json(out / SUMMARY_KEY)
-    stat = store.stat_key(out / store.SUMMARY_FILE)
+    info = caches.stat_of(out / store.SUMMARY_FILE)  # before summary.json is read
+    recorded = _summary_sidecar(out).fresh(store.SUMMARY_FILE, info)
     if (
-        isinstance(recorded, dict)
-        and stat is not None
-        and recorded.get("stat") == stat
+        type(recorded) is dict
         and isinstance(recorded.get("headline"), str)
-        and isinstance(recorded.get("exit_code"), int)
+        and type(recorded.get("exit_code")) is int
     ):
         return recorded["headline"], recorded["exit_code"]
     summary = store.read_json(out / store.SUMMARY_FILE)
@@ -142,5 +125,5 @@ def summary_headline(out: Path) -> tuple[str, int] | None:
         return None
     try:
         return headline(summary), int(summary["exit_code"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None  # not one brigade wrote (or not a summary at all)

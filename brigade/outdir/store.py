@@ -255,25 +255,6 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def stat_key(path: Path | str) -> list[int] | None:
-    """[size, mtime_ns] of a file, None when it is missing."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return [info.st_size, info.st_mtime_ns]
-
-
-def stat_matches(recorded: Any, info: os.stat_result) -> bool:
-    """Whether a recorded stat_key ([size, mtime_ns], from any cache) matches a stat."""
-    return (
-        type(recorded) is list
-        and len(recorded) == 2
-        and recorded[0] == info.st_size
-        and recorded[1] == info.st_mtime_ns
-    )
-
-
 def file_digest(path: Path | str) -> str | None:
     """`sha256:<hex>` of a file's bytes, None when it cannot be read."""
     try:
@@ -474,44 +455,6 @@ class Seen(NamedTuple):
 
 
 UNSEEN = Seen(None, None)
-
-
-def read_receipt_indexed(
-    out: Path, cell_id: str, index: dict[str, Any], cells_fd: int | None = None
-) -> tuple[Seen, bool]:
-    """A cell's receipt as a slim view, from `index` when cell.json's stat still matches.
-
-    Returns the record and whether the index entry was (re)built. The index is
-    a cache of the output directory, never its truth: any change to cell.json
-    (size or mtime) sends the reader back to the file. (Run once per cell on
-    every resume: kept to one stat, relative to `cells_fd` when given, and no
-    needless allocation.)
-    """
-    relative = f"{cell_id}/{RECEIPT_FILE}"
-    try:
-        if cells_fd is None:
-            info = os.stat(f"{out}/{CELLS_DIR}/{relative}")
-        else:
-            info = os.stat(relative, dir_fd=cells_fd)
-    except OSError:
-        info = None
-    entry = index.get(cell_id)
-    if info is not None and type(entry) is list and len(entry) == 3:
-        recorded_stat, raw, attempt = entry
-        if stat_matches(recorded_stat, info):
-            if raw is None:  # an untrusted receipt, as recorded
-                return Seen(None, attempt), False
-            slim = raw if type(raw) is SlimReceipt else SlimReceipt.from_json(raw)
-            if slim is not None:
-                entry[1] = slim
-                return Seen(slim, attempt), False
-    recorded = recorded_from(read_json(out / CELLS_DIR / relative), cell_id, out)
-    slim = slim_receipt(recorded.receipt) if recorded.receipt is not None else None
-    if info is None:
-        index.pop(cell_id, None)
-    else:
-        index[cell_id] = [[info.st_size, info.st_mtime_ns], slim, recorded.attempt]
-    return Seen(slim, recorded.attempt), True
 
 
 NOTHING = Recorded(None, None)

@@ -27,7 +27,7 @@ from brigade.core.projection import (
     project_receipt,
     project_summary,
 )
-from brigade.outdir import store
+from brigade.outdir import caches, store
 from brigade.outdir.export import secrets_for
 from brigade.outdir.results import current_receipts
 from brigade.report.model import ReportCell, failure_reasons
@@ -206,63 +206,32 @@ def check_report_file(
     return find_leaks_in_text(label, html.unescape(text), secrets, bare, where, names)
 
 
-class _Checked:
-    """What earlier runs wrote and found clean, per report file (kept beside the output).
+def _checked(out: Path, secrets: Secrets) -> caches.Sidecar:
+    """What earlier runs wrote and found clean, per report file (kept beside the output):
+    path -> {"digest": its content's, "inputs": the key of what it was rendered from}.
 
-    A no-op run has the same inputs: when a report file is as it was written
-    (same size and mtime), neither rendering, writing nor the leak check runs
-    again. A file rendered to the same bytes as a clean one skips the check.
+    A no-op run has the same inputs: when a report file is as it was written,
+    neither rendering, writing nor the leak check runs again. A file rendered
+    to the same bytes as a clean one skips the check. Keyed on brigade's code
+    (a changed renderer renders again) and the secrets checked against.
     """
+    return caches.Sidecar(out / STATE_FILE, caches.cache_key(secrets.digest))
 
-    def __init__(self, out: Path, key: str) -> None:
-        self.path = out / STATE_FILE
-        previous = store.read_json(self.path)
-        valid = isinstance(previous, dict) and previous.get("key") == key
-        files = previous.get("files") if valid and isinstance(previous, dict) else None
-        self.key = key
-        self.files: dict[str, dict[str, Any]] = files if isinstance(files, dict) else {}
-        self.changed = False
 
-    def _entry(self, path: Path) -> dict[str, Any]:
-        entry = self.files.get(str(path))
-        return entry if isinstance(entry, dict) else {}
-
-    def current(self, path: Path, inputs: str) -> bool:
-        """The file was written from these inputs, found clean, and is untouched since."""
-        entry = self._entry(path)
-        return entry.get("inputs") == inputs and entry.get("stat") == store.stat_key(path)
-
-    def clean(self, path: Path, digest: str) -> bool:
-        """The file holds exactly this content, found clean before."""
-        entry = self._entry(path)
-        return entry.get("digest") == digest and entry.get("stat") == store.stat_key(path)
-
-    def record(self, path: Path, digest: str | None, inputs: str | None) -> None:
-        """Remember a clean file (digest) or forget one that leaked (None)."""
-        entry = {"digest": digest, "stat": store.stat_key(path), "inputs": inputs}
-        if digest is None:
-            self.changed |= self.files.pop(str(path), None) is not None
-        elif self.files.get(str(path)) != entry:
-            self.files[str(path)] = entry
-            self.changed = True
-
-    def save(self) -> None:
-        """Write the state when it changed."""
-        if self.changed:
-            data = json.dumps({"key": self.key, "files": self.files}).encode()
-            store.atomic_write_bytes(self.path, data, durable=False)
+def _field(recorded: Any, name: str) -> Any:
+    return recorded.get(name) if type(recorded) is dict else None
 
 
 def untouched(
     out: Path, plan: Plan, workspace: Path | None = None, secrets: Secrets | None = None
 ) -> bool:
-    """The report files are exactly as the last run wrote and checked them (any inputs)."""
+    """The report files are exactly as this code last wrote and checked them."""
     out = out.absolute()
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
-    checked = _Checked(out, secrets.digest)
+    checked = _checked(out, secrets)
     folder = out / REPORT_DIR
     return all(
-        checked._entry(path).get("stat") == store.stat_key(path) is not None
+        checked.fresh_file(str(path), path) is not caches.MISS
         for path in (folder / JUNIT_FILE, folder / HTML_FILE)
     )
 
@@ -270,12 +239,9 @@ def untouched(
 def _inputs_key(
     plan: Plan, receipts: Mapping[str, Mapping[str, Any] | None], summary: Mapping[str, Any]
 ) -> str:
-    """Changes whenever the report could: code, plan, any receipt rewritten, stale counts."""
+    """Changes whenever the report could with the same code: plan, any receipt rewritten,
+    stale counts (the code is in the state's key)."""
     digest = hashlib.sha256()
-    from brigade.core import trials
-
-    for module in (__file__, trials.__file__):
-        digest.update(Path(module).read_bytes())
     head = [summary["name"], summary["manifest_digest"], summary["stale_counts"]]
     digest.update(json.dumps(head, sort_keys=True).encode())
     for cell in plan.cells:
@@ -302,9 +268,12 @@ def write_report(
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     folder = out / REPORT_DIR
     junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
-    checked = _Checked(out, secrets.digest)
+    checked = _checked(out, secrets)
     inputs = _inputs_key(plan, receipts, summary)
-    if checked.current(junit, inputs) and checked.current(html_file, inputs):
+    if all(
+        _field(checked.fresh_file(str(path), path), "inputs") == inputs
+        for path in (junit, html_file)
+    ):
         return ReportResult(files=(junit, html_file), leaks=())
     if any(r is not None and not isinstance(r, dict) for r in receipts.values()):
         receipts = current_receipts(out, plan)  # the report shows details slim views lack
@@ -317,12 +286,16 @@ def write_files(
 ) -> ReportResult:
     """Write the requested report files and check each for leaks."""
     out = out.absolute()
-    checked = _Checked(out, report.secrets.digest)
+    checked = _checked(out, report.secrets)
     return _write(out, report, [junit, html_file], checked, None)
 
 
 def _write(
-    out: Path, report: Report, targets: list[Path | None], checked: _Checked, inputs: str | None
+    out: Path,
+    report: Report,
+    targets: list[Path | None],
+    checked: caches.Sidecar,
+    inputs: str | None,
 ) -> ReportResult:
     """Render each target (junit, html), write it and check it, unless unchanged and clean."""
     # the renderers are imported only when a report is written (not on a no-op resume)
@@ -343,8 +316,11 @@ def _write(
         data = render(report)
         digest = hashlib.sha256(data).hexdigest()
         written.append(target)
-        if not checked.clean(target, digest):
+        name = str(target)
+        info = caches.stat_of(target)
+        if _field(checked.fresh(name, info), "digest") != digest:
             store.atomic_write_bytes(target, data, durable=False)
+            info = caches.stat_of(target)  # of what this process wrote, before checking it
             relative = target.is_relative_to(out)
             label = target.relative_to(out).as_posix() if relative else target.name
             found = check_report_file(
@@ -352,8 +328,8 @@ def _write(
             )
             leaks.extend(found)
             if found:
-                checked.record(target, None, None)
+                checked.forget(name)
                 continue
-        checked.record(target, digest, inputs)
+        checked.record(name, info, {"digest": digest, "inputs": inputs})
     checked.save()
     return ReportResult(files=tuple(written), leaks=tuple(leaks))

@@ -1,0 +1,165 @@
+"""The output directory's caches: sidecar files that only save time and whose keys cannot lie.
+
+Every cache (`.plan-index.json`, `.receipt-index.json`, `.output-index.json`,
+`.export-state/`, `.report-state.json`, `.summary-key.json`) is a `Sidecar`:
+a JSON object `{"key": ..., "entries": {name: [stat, value]}}`.
+
+- The key is brigade's code digest (every source and schema file) plus what
+  the cache's answers depend on besides (secrets, the export's destination):
+  a sidecar written under another key is ignored as a whole.
+- An entry vouches for one file as it was when its stat was taken: size,
+  mtime_ns, ctime_ns and inode (`stat_key`). The stat is always taken
+  *before* the file is read, so a change made while it was read is noticed
+  the next time; ctime cannot be set back by a user, and a file replaced by
+  another (a rename over it) has a new inode.
+- A sidecar that is missing, unreadable, of the wrong type or garbage is
+  treated as empty and rebuilt; one that cannot be written costs one line on
+  stderr and the time it would have saved, never a traceback or a wrong answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from brigade.inputs.sources import code_digest
+from brigade.outdir.store import atomic_write_bytes
+
+# what a Sidecar returns for a file it cannot vouch for (None may be a cached value)
+MISS: Any = object()
+
+
+def stat_key(info: os.stat_result) -> list[int]:
+    """[size, mtime_ns, ctime_ns, inode]: what an entry records of a file."""
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+
+
+def stat_of(path: Path | str, dir_fd: int | None = None) -> os.stat_result | None:
+    """A file's stat (`path` relative to `dir_fd` when given), None when it is missing."""
+    try:
+        return os.stat(path, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def matches(recorded: Any, info: os.stat_result) -> bool:
+    """Whether a recorded stat_key is the stat of the file now."""
+    return (
+        type(recorded) is list
+        and len(recorded) == 4
+        and recorded[0] == info.st_size
+        and recorded[1] == info.st_mtime_ns
+        and recorded[2] == info.st_ctime_ns
+        and recorded[3] == info.st_ino
+    )
+
+
+def cache_key(*parts: str) -> str:
+    """brigade's code digest joined with what else a cache's answers depend on."""
+    return "|".join((code_digest(), *parts))
+
+
+_warned: set[str] = set()
+
+
+def _warn(path: Path, problem: str) -> None:
+    """One line per cache file and process: the cache is rebuilt, the run goes on."""
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        sys.stderr.write(f"brigade: ignoring the cache {path}: {problem} (it only saves time)\n")
+
+
+class Sidecar:
+    """One cache file: entries that each vouch for a file while its stat is unchanged."""
+
+    __slots__ = ("path", "key", "entries", "changed")
+
+    def __init__(self, path: Path, key: str, *, load: bool = True) -> None:
+        """The sidecar at `path` when it was written under `key` (`load=False`: start empty)."""
+        self.path = path
+        self.key = key
+        self.changed = False
+        self.entries: dict[str, Any] = {}
+        if not load:
+            return
+        try:
+            with open(path, "rb") as handle:
+                doc = json.loads(handle.read())
+        except (FileNotFoundError, NotADirectoryError):
+            return  # no cache yet (or no output directory: its own check says so)
+        except (OSError, ValueError) as exc:
+            # a folder where the file should be, no permission, garbage: start empty
+            _warn(path, _problem(exc))
+            return
+        if type(doc) is dict and doc.get("key") == key and type(doc.get("entries")) is dict:
+            self.entries = doc["entries"]
+
+    def fresh(self, name: str, info: os.stat_result | None) -> Any:
+        """The value recorded for `name` when `info` (its stat, taken before reading it)
+        is the one recorded with it; MISS otherwise."""
+        # (inlined `matches`: a resume asks this once per cell)
+        entry = self.entries.get(name)
+        if info is None or type(entry) is not list or len(entry) != 2:
+            return MISS
+        recorded = entry[0]
+        if (
+            type(recorded) is list
+            and len(recorded) == 4
+            and recorded[0] == info.st_size
+            and recorded[1] == info.st_mtime_ns
+            and recorded[2] == info.st_ctime_ns
+            and recorded[3] == info.st_ino
+        ):
+            return entry[1]
+        return MISS
+
+    def fresh_file(self, name: str, path: Path | str, dir_fd: int | None = None) -> Any:
+        """`fresh` with the file's stat taken now."""
+        return self.fresh(name, stat_of(path, dir_fd))
+
+    def record(self, name: str, info: os.stat_result | None, value: Any) -> None:
+        """Vouch for `name` with `value` while its stat is `info` (taken before it was read,
+        or after this process wrote it); a missing file (None) is forgotten."""
+        if info is None:
+            self.forget(name)
+            return
+        entry = [stat_key(info), value]
+        if self.entries.get(name) != entry:
+            self.entries[name] = entry
+            self.changed = True
+
+    def forget(self, name: str) -> None:
+        """Stop vouching for `name`."""
+        if self.entries.pop(name, None) is not None:
+            self.changed = True
+
+    def keep_only(self, names: set[str]) -> None:
+        """Forget every entry not in `names`."""
+        for name in [name for name in self.entries if name not in names]:
+            self.forget(name)
+
+    def save(self, default: Callable[[Any], Any] | None = None) -> None:
+        """Write the sidecar when it changed (atomic, no fsync: it is only a cache)."""
+        if not self.changed:
+            return
+        data = json.dumps(
+            {"key": self.key, "entries": self.entries}, separators=(",", ":"), default=default
+        ).encode()
+        try:
+            atomic_write_bytes(self.path, data, durable=False)
+        except OSError as exc:
+            _warn(self.path, f"cannot write it: {_problem(exc)}")
+            return
+        self.changed = False
+
+
+def _problem(exc: BaseException) -> str:
+    if isinstance(exc, IsADirectoryError):
+        return "is a folder, not a file"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return "not a cache this brigade wrote"

@@ -1,0 +1,291 @@
+"""The output directory's caches: one sidecar mechanism, keys that cannot lie.
+
+Unit tests of outdir/caches.py, then end to end: a file rewritten with the same
+size and its mtime restored, a changed source file of brigade itself, and
+caches of the wrong type or garbage are noticed by every cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import DODO, REPO, Project
+
+from brigade.inputs import sources
+from brigade.outdir import caches
+
+CACHE_FILES = (
+    ".plan-index.json",
+    ".receipt-index.json",
+    ".output-index.json",
+    ".report-state.json",
+    ".summary-key.json",
+)
+
+
+def rewrite_keeping_size_and_mtime(path: Path, old: bytes, new: bytes) -> None:
+    """Edit a file in place as a careful tamperer would: same size, mtime set back."""
+    data = path.read_bytes()
+    assert len(old) == len(new) and data.count(old) == 1
+    info = path.stat()
+    with open(path, "r+b") as handle:  # same inode
+        handle.write(data.replace(old, new))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ino,
+    )
+
+
+# -- the sidecar ---------------------------------------------------------------------
+
+
+def test_an_entry_vouches_for_a_file_only_while_its_stat_is_unchanged(tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_bytes(b"rejected")
+    sidecar = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    assert sidecar.fresh_file("file.txt", target) is caches.MISS
+    sidecar.record("file.txt", caches.stat_of(target), {"state": "rejected"})
+    sidecar.save()
+    again = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    assert again.fresh_file("file.txt", target) == {"state": "rejected"}
+    # same size, mtime restored: the ctime still moved
+    rewrite_keeping_size_and_mtime(target, b"rejected", b"accepted")
+    assert again.fresh_file("file.txt", target) is caches.MISS
+    # replaced by another file (a rename over it): a new inode
+    again.record("file.txt", caches.stat_of(target), "x")
+    replacement = tmp_path / "other.txt"
+    replacement.write_bytes(b"accepted")
+    os.replace(replacement, target)
+    assert again.fresh_file("file.txt", target) is caches.MISS
+    assert again.fresh_file("missing.txt", tmp_path / "missing.txt") is caches.MISS
+
+
+def test_a_sidecar_written_under_another_key_is_ignored(tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    sidecar = caches.Sidecar(tmp_path / ".cache.json", "old code")
+    sidecar.record("file.txt", caches.stat_of(target), 1)
+    sidecar.save()
+    assert caches.Sidecar(tmp_path / ".cache.json", "new code").entries == {}
+    assert caches.Sidecar(tmp_path / ".cache.json", "old code").fresh_file("file.txt", target) == 1
+
+
+def test_every_cache_key_holds_the_code_digest() -> None:
+    assert caches.cache_key() == sources.code_digest()
+    assert caches.cache_key("secrets") == f"{sources.code_digest()}|secrets"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"{", b"[1, 2]", b'"text"', b'{"key": "k", "entries": []}', b"\xff\xfe"],
+)
+def test_garbage_is_an_empty_cache(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / ".cache.json"
+    path.write_bytes(content)
+    sidecar = caches.Sidecar(path, "k")
+    assert sidecar.entries == {}
+    sidecar.record("a", caches.stat_of(path), 1)
+    sidecar.save()
+    assert json.loads(path.read_text())["entries"]["a"][1] == 1
+
+
+def test_a_folder_where_the_cache_file_should_be_costs_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / ".cache.json"
+    (path / "inside").mkdir(parents=True)
+    sidecar = caches.Sidecar(path, "k")
+    assert sidecar.entries == {}
+    sidecar.record("inside", caches.stat_of(path / "inside"), 1)
+    sidecar.save()  # cannot replace a folder: the run goes on without the cache
+    sidecar.changed = True
+    sidecar.save()
+    err = capsys.readouterr().err
+    assert err == (
+        f"brigade: ignoring the cache {path}: is a folder, not a file (it only saves time)\n"
+    )
+    assert (path / "inside").is_dir()
+
+
+def test_nothing_is_written_when_nothing_changed(tmp_path: Path) -> None:
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k")
+    sidecar.save()
+    assert not path.exists()
+    sidecar.record("gone", None, 1)  # a missing file is not vouched for
+    assert sidecar.entries == {} and not sidecar.changed
+
+
+def test_the_code_digest_covers_every_source_and_schema_file(tmp_path: Path) -> None:
+    copy = copy_package(tmp_path)
+    before = digest_of(copy)
+    assert before == digest_of(copy)
+    module = copy / "brigade" / "report" / "render.py"
+    module.write_text(module.read_text() + "\n# changed\n")
+    changed = digest_of(copy)
+    assert changed != before
+    schema = copy / "schemas" / "eval_cell.v1.json"
+    schema.write_text(schema.read_text() + " ")
+    assert digest_of(copy) not in (before, changed)
+
+
+# -- end to end ------------------------------------------------------------------------
+
+GRADED = [
+    {
+        "id": "good",
+        "prompt": "answer: hello",
+        "graders": [{"type": "exact_output", "expected": "hello"}],
+    },
+    {
+        "id": "bad",
+        "prompt": "answer: nope",
+        "graders": [{"type": "exact_output", "expected": "hello"}],
+    },
+]
+
+
+def exported_cell(project: Project, coordinate: str) -> dict:
+    cell_id = project.receipt(coordinate)["cell_id"]
+    return json.loads((project.out / "export" / "cells" / f"{cell_id}.json").read_text())
+
+
+def test_a_receipt_edited_at_the_same_size_and_mtime_is_noticed_everywhere(
+    project: Project,
+) -> None:
+    project.write_manifest(GRADED)
+    assert project.doit().returncode == 1
+    assert project.doit().returncode == 1  # every cache is written and vouches
+    receipt = project.cell_dir("bad:agent:1") / "cell.json"
+    rewrite_keeping_size_and_mtime(receipt, b'"state": "rejected"', b'"state": "accepted"')
+    done = project.doit()
+    assert (done.returncode, project.summary()["counts"]["accepted"]) == (0, 2), done.stderr
+    assert exported_cell(project, "bad:agent:1")["state"] == "accepted"
+    junit = (project.out / "report" / "junit.xml").read_text()
+    assert '<testsuites name="t" tests="2" failures="0"' in junit
+    shown = project.brigade("summary", str(project.out))
+    assert shown.returncode == 0 and "accepted 2" in shown.stdout
+
+
+def test_an_output_edited_at_the_same_size_and_mtime_is_refused(project: Project) -> None:
+    project.write_manifest(GRADED[:1])
+    assert project.doit().returncode == 0
+    assert project.doit().returncode == 0
+    receipt = project.receipt("good:agent:1")
+    final = project.cell_dir("good:agent:1") / "attempts" / "attempt-001" / "run" / "final.txt"
+    rewrite_keeping_size_and_mtime(final, b"hello", b"hellO")
+    done = project.doit()
+    assert done.returncode == 2
+    assert "output digest mismatch" in done.stderr
+    assert project.receipt("good:agent:1") == receipt
+
+
+def test_caches_of_the_wrong_type_are_rebuilt(project: Project) -> None:
+    project.write_manifest(GRADED)
+    assert project.doit().returncode == 1
+    assert project.doit().returncode == 1  # the receipt index is written by a resume
+    first = project.summary()
+    for name in CACHE_FILES:
+        (project.out / name).unlink()
+        (project.out / name).mkdir()
+    shutil.rmtree(project.out / ".export-state")
+    (project.out / ".export-state").write_text("not a folder")
+    done = project.doit()
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if "cache" in line]
+    assert len(lines) == len(CACHE_FILES) + 1, done.stderr
+    assert all(line.startswith("brigade: ignoring the cache ") for line in lines)
+    assert "Traceback" not in done.stderr
+    assert project.summary()["counts"] == first["counts"]
+    # once the user clears them away, they are rebuilt
+    for name in CACHE_FILES:
+        (project.out / name).rmdir()
+    (project.out / ".export-state").unlink()
+    done = project.doit()
+    assert (done.returncode, done.stderr.count("cache")) == (1, 0)
+    for name in CACHE_FILES:
+        assert json.loads((project.out / name).read_text())["key"].startswith(sources.code_digest())
+    assert len(list((project.out / ".export-state").iterdir())) == 1
+
+
+def test_garbage_caches_are_rebuilt(project: Project) -> None:
+    project.write_manifest(GRADED)
+    assert project.doit().returncode == 1
+    assert project.doit().returncode == 1
+    paths = [project.out / name for name in CACHE_FILES]
+    paths += list((project.out / ".export-state").iterdir())
+    for path in paths:
+        path.write_text('{"key": 1, "entries": {"x": [[1, 2, 3, 4], 5]}}')
+    done = project.doit()
+    assert (done.returncode, done.stderr.count("cache")) == (1, 0)
+    for path in paths:
+        assert json.loads(path.read_text())["key"].startswith(sources.code_digest())
+
+
+# -- a changed brigade -----------------------------------------------------------------
+
+
+def copy_package(root: Path) -> Path:
+    """brigade's sources and schemas in a folder of their own (imported before the install)."""
+    target = root / "pkg"
+    shutil.copytree(
+        REPO / "brigade", target / "brigade", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(REPO / "schemas", target / "schemas")
+    shutil.copy(DODO, target / "dodo.py")  # doit imports from the dodo's folder first
+    return target
+
+
+def digest_of(copy: Path) -> str:
+    code = "from brigade.inputs import sources; print(sources.code_digest())"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(copy)},
+        cwd=copy,
+    ).stdout.strip()
+
+
+def doit_with(copy: Path, project: Project) -> subprocess.CompletedProcess[str]:
+    """The real doit running the copy's brigade."""
+    argv = [sys.executable, "-m", "doit", "-f", str(copy / "dodo.py"), *project.variables()]
+    return subprocess.run(argv, capture_output=True, text=True, env=project.env(), timeout=120)
+
+
+def test_a_changed_source_file_reaches_every_cache(project: Project, tmp_path: Path) -> None:
+    copy = copy_package(tmp_path)
+    project.write_manifest(GRADED)
+    assert doit_with(copy, project).returncode == 1
+    assert doit_with(copy, project).returncode == 1
+    old = digest_of(copy)
+    cache = Path(os.environ["BRIGADE_CACHE_DIR"]) / "inputs"
+    inputs_before = set(cache.iterdir())
+    keys = {name: json.loads((project.out / name).read_text())["key"] for name in CACHE_FILES}
+    assert all(key.startswith(old) for key in keys.values())
+    # a new word in the HTML page: a change nothing but the code digest can see
+    render = copy / "brigade" / "report" / "render.py"
+    text = render.read_text()
+    assert text.count("<title>brigade report: ") == 1
+    render.write_text(text.replace("<title>brigade report: ", "<title>Changed renderer: "))
+    new = digest_of(copy)
+    assert new != old
+    done = doit_with(copy, project)
+    assert done.returncode == 1, done.stderr
+    for name in CACHE_FILES:
+        assert json.loads((project.out / name).read_text())["key"].startswith(new), name
+    (state,) = (project.out / ".export-state").iterdir()
+    assert json.loads(state.read_text())["key"].startswith(new)
+    assert "<title>Changed renderer: " in (project.out / "report" / "index.html").read_text()
+    # the input cache: the manifest and roster are validated again by the new code
+    assert len(set(cache.iterdir()) - inputs_before) == 2
