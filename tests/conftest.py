@@ -142,8 +142,12 @@ class Project:
             argv, capture_output=True, text=True, env=self.env(**env), timeout=timeout
         )
 
+    def doit_popen_args(self, *args: str) -> list[str]:
+        """The argument list of the real doit with this project's variables."""
+        return [sys.executable, "-m", "doit", "-f", str(DODO), *args, *self.variables()]
+
     def doit_popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
-        argv = [sys.executable, "-m", "doit", "-f", str(DODO), *args, *self.variables()]
+        argv = self.doit_popen_args(*args)
         return subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,

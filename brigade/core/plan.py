@@ -191,6 +191,11 @@ def cells_key(
     return text_digest(material)
 
 
+def plan_key(plan: Plan) -> str:
+    """The key of a plan (as cells_key): what summary.json's sidecar records."""
+    return cells_key(plan.name, plan.manifest_digest, list(plan.cells), plan.context)
+
+
 def build_plan(
     manifest: Manifest,
     roster: Roster,

@@ -15,18 +15,11 @@ from typing import Any, NoReturn
 
 from brigade import __version__
 from brigade.core.plan import Plan, expand, plan_from_document
-from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT
+from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, GRADEABLE
 from brigade.errors import BrigadeError, InputError
-from brigade.front.session import (
-    Options,
-    default_out,
-    grader_warnings,
-    load_inputs,
-    plan_only,
-    resolve_workspace,
-)
+from brigade.front.session import Options, grader_warnings, load_inputs, lock_output, plan_only
 from brigade.outdir import lock, store
-from brigade.outdir.results import current_receipts, read_plan_document, summarize, write_summary
+from brigade.outdir.results import current_receipts, read_plan_document, summarize
 from brigade.run import proc
 
 Handler = Callable[[argparse.Namespace], int]
@@ -110,10 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
     )
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
-    workspace = resolve_workspace(options)  # refused before the lock creates anything
     # hold the lock before scanning, so the scan sees a quiet output directory
-    out = (options.out or default_out(workspace, inputs[0].name)).absolute()
-    lock.acquire(out, wait=args.wait)
+    lock_output(options, inputs[0])
     session = open_session(options, inputs)
     info = run_info(session)
     doit_args = ["run"] + (["-n", str(args.jobs)] if args.jobs > 1 else [])
@@ -153,13 +144,16 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     """Re-run graders on every current cell's stored output; never starts a seat.
 
     Each stored final.txt is checked against the receipt's output_digest first;
-    on any mismatch nothing is regraded and the command exits 2.
+    on any mismatch nothing is regraded and the command exits 2. Then the run
+    is finished as the final doit task finishes it: summary.json, the export
+    and the report, checked for leaks (a leak is listed and the command exits 3).
     """
-    from brigade.outdir.export import export
+    from brigade.report.finish import finish_run
     from brigade.run.runner import RunContext, regrade, verify_output
 
     out = _output_dir(args.dir)
     store.check_layout(out)
+    lock.acquire(out, wait=args.wait)
     plan = _load_plan(out)
     context = plan.context or {}
     workspace = _plan_workspace(plan)
@@ -170,11 +164,10 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         manifest_dir=manifest_dir,
         manifest_digest=plan.manifest_digest,
     )
-    lock.acquire(out, wait=args.wait)
     gradeable = []
     for cell in plan.cells:
         receipt = store.read_receipt(out, cell.cell_id).receipt
-        if receipt and receipt["state"] in ("accepted", "rejected", "unscored", "grader_error"):
+        if receipt and receipt["state"] in GRADEABLE:
             verify_output(ctx, receipt)
             gradeable.append((cell, receipt))
     changed = 0
@@ -183,13 +176,23 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         updated = regrade(ctx, cell, receipt, durable=False, verified=True)
         changed += updated["state"] != receipt["state"]
     os.sync()
-    summary = write_summary(out, plan)
-    export(out, plan, workspace=workspace)
+    finished = finish_run(out, plan, workspace)
+    if _leaked(finished.leaks):
+        return EXIT_MEASUREMENT
+    summary = finished.summary
+    assert summary is not None  # never `untouched`: always written
     print(
         f"regraded {len(gradeable)} cell(s) from stored output ({changed} changed state); "
         f"{_counts_line(summary['counts'])}"
     )
     return int(summary["exit_code"])
+
+
+def _leaked(leaks: Sequence[Any]) -> bool:
+    """List each leak on stderr; whether there was any."""
+    for leak in leaks:
+        print(f"brigade: leak: {leak}", file=sys.stderr)
+    return bool(leaks)
 
 
 def _counts_line(counts: dict[str, int]) -> str:
@@ -310,11 +313,12 @@ def _show_cell(out: Path, plan: Plan, key: str, *, full: bool, as_json: bool) ->
 def cmd_report(args: argparse.Namespace) -> int:
     """Write JUnit XML and a self-contained HTML report of an output directory's results.
 
-    Without --junit/--html/--json: writes DIR/report/junit.xml and DIR/report/index.html
-    (what the final doit task writes). --json prints the report's data on stdout.
-    Reports are projected like the export (no prompts, no absolute paths, no env
-    values) and checked for leaks: a leak is listed and the command exits 3.
-    Otherwise the exit code is the results' bucket, as for `brigade summary`.
+    Without --junit/--html/--json: finishes the output directory as the final doit
+    task does (summary.json, export, report/junit.xml and report/index.html).
+    --json prints the report's data on stdout. Reports are projected like the
+    export (no prompts, no absolute paths, no env values) and checked for leaks:
+    a leak is listed and the command exits 3. Otherwise the exit code is the
+    results' bucket, as for `brigade summary`.
     """
     from brigade.report.build import (
         HTML_FILE,
@@ -327,20 +331,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     out = _output_dir(args.dir)
     store.check_layout(out)
+    junit, html_file = args.junit, args.html
+    if junit is None and html_file is None and not args.json:
+        from brigade.report.finish import finish_run
+
+        lock.acquire(out, wait=args.wait)
+        plan = _load_plan(out)
+        finished = finish_run(out, plan, _plan_workspace(plan))
+        if _leaked(finished.leaks):
+            return EXIT_MEASUREMENT
+        for name in (JUNIT_FILE, HTML_FILE):
+            print(f"wrote {out / REPORT_DIR / name}")
+        assert finished.summary is not None  # never `untouched`: always written
+        return int(finished.summary["exit_code"])
+    if junit is not None or html_file is not None:
+        lock.acquire(out, wait=args.wait)  # the report's cache in the output directory
     plan = _load_plan(out)
     receipts = current_receipts(out, plan)
     summary = summarize(out, plan, receipts)
-    report = build_report(out, plan, receipts, summary, workspace=Path.cwd())
+    report = build_report(out, plan, receipts, summary, workspace=_plan_workspace(plan))
     if args.json:
         json.dump(report_document(report), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
-    junit, html_file = args.junit, args.html
-    if junit is None and html_file is None and not args.json:
-        junit, html_file = out / REPORT_DIR / JUNIT_FILE, out / REPORT_DIR / HTML_FILE
     result = write_files(out, report, junit=junit, html_file=html_file)
-    for leak in result.leaks:
-        print(f"brigade: leak: {leak}", file=sys.stderr)
-    if result.leaks:
+    if _leaked(result.leaks):
         return EXIT_MEASUREMENT
     for path in result.files:
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
@@ -350,18 +364,26 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write projected receipts, plan and summary (no prompts, no absolute paths, no env values).
 
-    The export is checked for leaks; any leak is listed and the command exits 3.
+    Without --to: finishes the output directory as the final doit task does
+    (summary.json, export/, report/). The export is checked for leaks; any leak
+    is listed and the command exits 3.
     """
     from brigade.outdir.export import export
+    from brigade.report.finish import finish_run
 
     out = _output_dir(args.dir)
     store.check_layout(out)
+    lock.acquire(out, wait=args.wait)  # the export's state is kept in the output directory
     plan = _load_plan(out)
     # the run's own workspace, as doit's export uses: the same export state serves both
-    result = export(out, plan, dest=args.to, workspace=_plan_workspace(plan))
-    for leak in result.leaks:
-        print(f"brigade: leak: {leak}", file=sys.stderr)
-    if result.leaks:
+    workspace = _plan_workspace(plan)
+    if args.to is None:
+        finished = finish_run(out, plan, workspace)
+        result, leaks = finished.export, finished.leaks
+    else:
+        result = export(out, plan, dest=args.to, workspace=workspace)
+        leaks = result.leaks
+    if _leaked(leaks):
         return EXIT_MEASUREMENT
     print(f"exported {result.files} file(s) to {result.dest}")
     return 0
@@ -487,6 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML to FILE")
     sub.add_argument("--html", type=Path, metavar="FILE", help="write the HTML report to FILE")
     sub.add_argument("--json", action="store_true", help="print the report's data as JSON")
+    sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
 
     sub = command("doctor", cmd_doctor)
     sub.add_argument("manifest", nargs="?", type=Path, help="manifest whose seats to check")
@@ -495,6 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("export", cmd_export)
     sub.add_argument("dir", type=Path, help="output directory")
     sub.add_argument("--to", type=Path, help="destination (default: <dir>/export)")
+    sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
     return parser
 
 

@@ -22,7 +22,7 @@ from brigade.core.specs import ExecutorKind, ExecutorSpec, Manifest, Roster
 from brigade.core.taxonomy import GRADED, Action, decide, reusable_source
 from brigade.errors import InputError
 from brigade.inputs import loading
-from brigade.outdir import caches, store
+from brigade.outdir import caches, lock, store
 from brigade.outdir.planfile import plan_against_disk
 from brigade.run import graders
 from brigade.run.doctor import read_only_warnings
@@ -134,6 +134,27 @@ def default_out(workspace: Path, name: str) -> Path:
     return workspace / ".brigade" / "evals" / name
 
 
+def output_dir(options: Options, manifest: Manifest) -> Path:
+    """The output directory a session of these options uses (absolute); the workspace
+    must be a folder (nothing is created for one that is not)."""
+    workspace = resolve_workspace(options)  # refused before anything is created
+    return (options.out or default_out(workspace, manifest.name)).absolute()
+
+
+def lock_output(options: Options, manifest: Manifest) -> Path:
+    """Take the output directory's lock before anything reads it (both front doors).
+
+    An output path that is not a folder, or a folder whose layout is broken, is
+    refused first: nothing is created or written for it.
+    """
+    out = output_dir(options, manifest)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: output path exists and is not a folder")
+    store.check_layout(out)
+    lock.acquire(out, wait=options.wait)
+    return out
+
+
 def plan_only(options: Options) -> tuple[Plan, Path]:
     """Load inputs and build the plan against the previous plan.json; writes nothing."""
     manifest, roster, label = load_inputs(options.manifest, options.roster, options.workspace)
@@ -181,7 +202,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         from brigade.run import worktree
 
         worktree.find_repo(workspace)
-    out = (options.out or default_out(workspace, manifest.name)).absolute()
+    out = output_dir(options, manifest)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: output path exists and is not a folder")
     store.check_layout(out)

@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from doit import create_after
@@ -20,18 +21,18 @@ from brigade.core.plan import Cell, Plan
 from brigade.core.specs import ExecutorKind
 from brigade.errors import BrigadeError, EnvironmentProblem
 from brigade.front.reporter import REFUSED, RunInfo, make_reporter
-from brigade.front.session import Options, Session, indexes_changed, open_session, save_indexes
-from brigade.outdir import store
-from brigade.outdir.export import export, secrets_for
-from brigade.outdir.planfile import write_plan
-from brigade.outdir.results import (
-    current_receipts,
-    remember_summary,
-    summary_current,
-    write_summary,
+from brigade.front.session import (
+    Options,
+    Session,
+    indexes_changed,
+    load_inputs,
+    lock_output,
+    open_session,
+    save_indexes,
 )
-from brigade.report.build import untouched as report_untouched
-from brigade.report.build import write_report
+from brigade.outdir import store
+from brigade.outdir.planfile import write_plan
+from brigade.report.finish import finish_run, leak_lines
 from brigade.run.runner import bring_up_to_date, regrade_if_needed
 
 DOIT_BACKEND = "json"
@@ -70,41 +71,12 @@ def finalize(
     plan_key: str = "",
     untouched: bool = False,
 ) -> TaskFailed | None:
-    """Write summary.json, the export and the reports; fail if either leaks anything.
-
-    `known` holds the receipts of cells that were up to date when the run started
-    (the run holds the lock, so they are unchanged); the others are read again.
-    `untouched`: no cell ran and no receipt changed since the last run, so a
-    summary.json written for this plan still holds; only the leak checks run.
-    """
-    # every other task of this run is done: temp files left in the top folder by an
-    # interrupted earlier run (summary, indexes, plan) are nobody's now
-    store.remove_stale_temps(out)
-    receipts = current_receipts(out, plan, known)
-    same = untouched and summary_current(out, plan_key)
-    summary: dict[str, Any] | None = None
-    if not same:
-        summary = write_summary(out, plan, receipts)
-        remember_summary(out, plan_key, summary)
-    # one set of secrets (and one matcher over them) for the export and the report
-    secrets = secrets_for(out.absolute(), plan, workspace)
-    result = export(
-        out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same, secrets=secrets
+    """The summary task: finish the run (report.finish); fail when anything leaked."""
+    finished = finish_run(
+        out, plan, workspace, known=known, key=plan_key or None, untouched=untouched
     )
-    # report/junit.xml and report/index.html leave the output directory too: same check
-    leaks = result.leaks
-    if not (same and report_untouched(out, plan, workspace, secrets)):
-        if summary is None:
-            summary = store.read_json(out / store.SUMMARY_FILE) or write_summary(
-                out, plan, receipts
-            )
-        leaks += write_report(
-            out, plan, receipts, summary, workspace=workspace, secrets=secrets
-        ).leaks
-    if leaks:
-        listed = "; ".join(str(leak) for leak in leaks[:5])
-        more = f" (and {len(leaks) - 5} more)" if len(leaks) > 5 else ""
-        return TaskFailed(f"export leak check failed: {listed}{more}")
+    if finished.leaks:
+        return TaskFailed(f"export leak check failed: {leak_lines(finished.leaks)}")
     return None
 
 
@@ -378,10 +350,38 @@ def _executor(value: str | None) -> ExecutorKind | None:
     raise BrigadeError(f"doit variable executor={value!r}: use local or dask")
 
 
+def doit_command() -> Any | None:
+    """The doit command importing the dodo right now (run, list, info, ...), None when the
+    dodo is not being imported by doit (doit passes it nothing that says so)."""
+    from doit.cmd_base import DoitCmdBase
+
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is DoitCmdBase.execute.__code__:
+            return frame.f_locals.get("self")
+        frame = frame.f_back
+    return None
+
+
+def writes(command: Any | None) -> bool:
+    """Whether a doit command runs tasks (and so writes to the output directory).
+    `list`, `info`, `help` and the like only read; when unsure, assume it writes."""
+    return command is None or bool(getattr(command, "execute_tasks", True))
+
+
 def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
-    """Everything dodo.py exposes; bad input prints one line and exits 2."""
+    """Everything dodo.py exposes; bad input prints one line and exits 2.
+
+    A doit command that runs tasks takes the output directory's lock first
+    (waiting for it with wait=1), before the output directory is read: what
+    the tasks are built from is what the run finds, whoever wrote there before.
+    """
     try:
-        session = open_session(options_from_variables(variables))
+        options = options_from_variables(variables)
+        inputs = load_inputs(options.manifest, options.roster, options.workspace)
+        if writes(doit_command()):
+            lock_output(options, inputs[0])
+        session = open_session(options, inputs)
         info = run_info(session)
         info.end_process = True
         return namespace(session, info)

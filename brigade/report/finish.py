@@ -1,0 +1,86 @@
+"""Finishing a run: summary.json, the export, the report, their leak checks and the summary key.
+
+The one way an output directory is finished, whoever changed it: the final doit
+task, `brigade regrade`, and `brigade export` / `brigade report` when they write
+into the output directory. The caller holds the output directory's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brigade.core.plan import Plan, plan_key
+from brigade.core.projection import Leak
+from brigade.outdir import store
+from brigade.outdir.export import ExportResult, export, secrets_for
+from brigade.outdir.results import (
+    current_receipts,
+    remember_summary,
+    summary_current,
+    write_summary,
+)
+from brigade.report.build import untouched as report_untouched
+from brigade.report.build import write_report
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What finishing wrote and found."""
+
+    summary: dict[str, Any] | None  # the summary written; None when the one on disk still held
+    export: ExportResult
+    leaks: tuple[Leak, ...]  # in the export and the report: the run must not pass
+
+
+def finish_run(
+    out: Path,
+    plan: Plan,
+    workspace: Path,
+    *,
+    known: Mapping[str, Mapping[str, Any] | None] | None = None,
+    key: str | None = None,
+    untouched: bool = False,
+) -> Finished:
+    """Write summary.json, the export and the reports; check both for leaks; record the key.
+
+    `known` holds receipts read under this lock and unchanged since; the others
+    are read again. `key` is the plan's key (computed from the plan when not
+    given). `untouched`: no cell ran and no receipt changed since the last
+    finish, so a summary.json written for this plan still holds; only the
+    leak checks run, and files changed since they were checked.
+    """
+    # every other writer of this run is done: temp files left in the top folder by an
+    # interrupted earlier run (summary, indexes, plan) are nobody's now
+    store.remove_stale_temps(out)
+    receipts = current_receipts(out, plan, known)
+    key = key if key is not None else plan_key(plan)
+    same = untouched and summary_current(out, key)
+    summary: dict[str, Any] | None = None
+    if not same:
+        summary = write_summary(out, plan, receipts)
+        remember_summary(out, key, summary)
+    # one set of secrets (and one matcher over them) for the export and the report
+    secrets = secrets_for(out.absolute(), plan, workspace)
+    exported = export(
+        out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same, secrets=secrets
+    )
+    # report/junit.xml and report/index.html leave the output directory too: same check
+    leaks = list(exported.leaks)
+    if not (same and report_untouched(out, plan, workspace, secrets)):
+        shown = summary
+        if shown is None:
+            on_disk = store.read_json(out / store.SUMMARY_FILE)
+            shown = on_disk if isinstance(on_disk, dict) else write_summary(out, plan, receipts)
+        written = write_report(out, plan, receipts, shown, workspace=workspace, secrets=secrets)
+        leaks += written.leaks
+    return Finished(summary=summary, export=exported, leaks=tuple(leaks))
+
+
+def leak_lines(leaks: tuple[Leak, ...], limit: int = 5) -> str:
+    """The first leaks on one line, and how many more there are."""
+    listed = "; ".join(str(leak) for leak in leaks[:limit])
+    more = f" (and {len(leaks) - limit} more)" if len(leaks) > limit else ""
+    return f"{listed}{more}"
