@@ -462,7 +462,7 @@ def test_a_worker_finds_its_own_workspace_and_roster_folder(
 ) -> None:
     from brigade.core.specs import SeatSpec
     from brigade.run.cluster import localise, worker_workspace
-    from brigade.run.runner import SeatJob
+    from brigade.run.seat import SeatJob
 
     coordinator, checkout = tmp_path / "coordinator", tmp_path / "checkout"
     coordinator.mkdir()

@@ -9,9 +9,10 @@ from brigade.core.plan import Plan
 from brigade.core.stats import describe
 from brigade.core.taxonomy import (
     COUNT_KEYS,
+    MEASUREMENT_KINDS,
     TERMINAL,
     exit_bucket,
-    is_measurement_failure,
+    measurement_kind,
     outcome_name,
 )
 from brigade.core.trials import trial_stats
@@ -68,8 +69,8 @@ def build_summary(
         reason = receipt.get("failure_reason")
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
-        if is_measurement_failure(state, reason):
-            kind = "timeout" if reason == "timeout" else state
+        kind = measurement_kind(state, reason)
+        if kind is not None:
             failures[kind] += 1
             seat.failures[kind] += 1
         if receipt.get("duration_seconds") is not None:
@@ -113,7 +114,7 @@ def build_summary(
 
 
 def _failure_kinds() -> dict[str, int]:
-    return {"adapter_error": 0, "grader_error": 0, "timeout": 0}
+    return dict.fromkeys(MEASUREMENT_KINDS, 0)
 
 
 class _SeatTally:

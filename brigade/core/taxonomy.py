@@ -53,6 +53,9 @@ GRADEABLE: frozenset[str] = GRADED | {"grader_error"}
 UP_TO_DATE: frozenset[str] = TERMINAL - {"grader_error"}
 # summary count keys: every state plus cells with no receipt yet
 COUNT_KEYS: tuple[str, ...] = STATES + ("missing",)
+# how measurement failures are told apart (summary.json, trial statistics)
+MeasurementKind = Literal["adapter_error", "grader_error", "timeout"]
+MEASUREMENT_KINDS: tuple[str, ...] = get_args(MeasurementKind)
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 # faults that waiting does not cure: every cell of the seat would meet them again
 PERSISTENT_FAULTS: frozenset[str] = frozenset({"auth", "quota", "binary_missing"})
@@ -138,6 +141,17 @@ def is_measurement_failure(state: str | None, failure_reason: str | None) -> boo
     return state in ("adapter_error", "grader_error") or (
         state == "execution_error" and failure_reason == "timeout"
     )
+
+
+def measurement_kind(state: str | None, failure_reason: str | None) -> MeasurementKind | None:
+    """Which measurement failure a cell is (timeout for a timed-out execution_error), if any."""
+    if not is_measurement_failure(state, failure_reason):
+        return None
+    if state == "adapter_error":
+        return "adapter_error"
+    if state == "grader_error":
+        return "grader_error"
+    return "timeout"
 
 
 def is_real_failure(state: str | None, failure_reason: str | None) -> bool:

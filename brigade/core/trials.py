@@ -33,13 +33,12 @@ from statistics import NormalDist, fmean, stdev
 from typing import Any, Literal
 
 from brigade.core.stats import stable_round
-from brigade.core.taxonomy import is_measurement_failure, is_real_failure
+from brigade.core.taxonomy import MEASUREMENT_KINDS, is_real_failure, measurement_kind
 
 CONFIDENCE = 0.95
 TrialKind = Literal[
     "accepted", "failed", "unscored", "adapter_error", "grader_error", "timeout", "unfinished"
 ]
-MEASUREMENT_KINDS: tuple[str, ...] = ("adapter_error", "grader_error", "timeout")
 
 
 @cache
@@ -182,11 +181,7 @@ def trial_kind(receipt: Mapping[str, Any] | None) -> TrialKind:
         return "unscored"
     if is_real_failure(state, reason):
         return "failed"
-    if state == "adapter_error" or state == "grader_error":
-        return state
-    if is_measurement_failure(state, reason):
-        return "timeout"
-    return "unfinished"
+    return measurement_kind(state, reason) or "unfinished"
 
 
 @dataclass

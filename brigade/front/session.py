@@ -7,6 +7,7 @@ hand it to `tasks`, so they run the same tasks through the same code.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import re
@@ -26,7 +27,7 @@ from brigade.outdir import caches, lock, store
 from brigade.outdir.planfile import plan_against_disk
 from brigade.run import graders
 from brigade.run.doctor import read_only_warnings
-from brigade.run.runner import RunContext
+from brigade.run.runner import RunContext, record_seat_run
 
 if TYPE_CHECKING:
     from brigade.run.cluster import DaskExecutor
@@ -244,7 +245,12 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
             if options.always or session.actions[cell.cell_id] == "run"
         }
         session.cluster = DaskExecutor(
-            executor.scheduler, ctx, to_run, manifest.execution_mode == "writable-worktree"
+            executor.scheduler,
+            out,
+            workspace,
+            to_run,
+            manifest.execution_mode == "writable-worktree",
+            record=functools.partial(record_seat_run, ctx),
         )
     return session
 

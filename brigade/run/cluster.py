@@ -3,9 +3,10 @@
 The coordinator (the process running doit) connects once before anything is
 written, submits one Dask task per seat run with `resources={<adapter>: 1}` and
 keeps its future here; the `collect` task waits for them with `as_completed`
-and records each run exactly as a local run is recorded (`runner.record_run`,
-`runner.finish`: graders run on the coordinator). A worker runs the seat with
-`runner.execute_seat`, the code a local run uses. A fault of the engine (a
+and records each run exactly as a local run is recorded (`seat.record_run`, then
+the `record` it was given, `runner.finish`: graders run on the coordinator). A
+worker runs the seat with `seat.execute_seat`, the code a local run uses; this
+module knows nothing of a cell's lifecycle beyond that. A fault of the engine (a
 worker that died, a lost scheduler, a cancelled task) is an apparatus fault of
 that cell: adapter_error / transport_drop, which --retry-transient re-runs.
 
@@ -33,16 +34,17 @@ from brigade.core.taxonomy import fault_reason
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import proc, worktree
-from brigade.run.runner import (
-    RunContext,
+from brigade.run.seat import (
     SeatJob,
     SeatRun,
     execute_seat,
-    finish,
     record_run,
     seat_job,
     unlaunched_run,
 )
+
+# records a seat run on the coordinator: (cell, attempt, started_at, run.json) -> its receipt
+Record = Callable[[Cell, int, str, dict[str, Any]], dict[str, Any]]
 
 # on a worker: its own checkout of the workspace (else the coordinator's path, if it exists there)
 WORKSPACE_VARIABLE = "BRIGADE_WORKSPACE"
@@ -82,12 +84,16 @@ class DaskExecutor:
     def __init__(
         self,
         address: str,
-        ctx: RunContext,
+        out: Path,
+        workspace: Path,
         seats: Mapping[str, SeatSpec],
         writable: bool,
+        record: Record,
     ) -> None:
         self.address = address
-        self.ctx = ctx
+        self.out = out
+        self.workspace = workspace
+        self.record = record
         self.seats = dict(seats)  # seats with cells to run at load time
         self.writable = writable
         self.client: Any = None  # distributed.Client once connected
@@ -147,7 +153,7 @@ class DaskExecutor:
                 )
             self._checked.add(name)
         if self.writable and self.head is None:
-            self.head = worktree.find_repo(self.ctx.workspace).head
+            self.head = worktree.find_repo(self.workspace).head
 
     def _offered(self) -> tuple[dict[str, float], int]:
         """The most of each resource any one worker offers, and how many workers there are."""
@@ -184,7 +190,7 @@ class DaskExecutor:
             future = self.client.submit(
                 run_on_worker,
                 pending.job,
-                str(self.ctx.workspace),
+                str(self.workspace),
                 key=key,
                 resources={resource_name(cell.seat): 1},
                 pure=False,
@@ -240,7 +246,7 @@ class DaskExecutor:
                 )
             if remote.run is None:
                 return self._record_fault(pending, _engine_fault(remote.lost or "the run was lost"))
-            rdir = store.run_dir(self.ctx.out, pending.cell.cell_id, pending.attempt)
+            rdir = store.run_dir(self.out, pending.cell.cell_id, pending.attempt)
             _unpack(remote.files, rdir)
             return self._finish(pending, record_run(rdir, remote.run))
         if status == "error":
@@ -265,15 +271,15 @@ class DaskExecutor:
         return self._record_fault(pending, _engine_fault("the seat's task was cancelled"))
 
     def _record_fault(self, pending: _Pending, detail: str) -> dict[str, Any]:
-        rdir = store.run_dir(self.ctx.out, pending.cell.cell_id, pending.attempt)
+        rdir = store.run_dir(self.out, pending.cell.cell_id, pending.attempt)
         run = unlaunched_run(
-            pending.job, rdir, self.ctx.workspace, detail, "transport_error", "apparatus_fault"
+            pending.job, rdir, self.workspace, detail, "transport_error", "apparatus_fault"
         )
         return self._finish(pending, record_run(rdir, run))
 
     def _finish(self, pending: _Pending, run_doc: dict[str, Any]) -> dict[str, Any]:
         """Classify, grade (here, on the coordinator) and write the terminal receipt."""
-        return finish(self.ctx, pending.cell, pending.attempt, pending.started_at, run_doc, None)
+        return self.record(pending.cell, pending.attempt, pending.started_at, run_doc)
 
     def cancel_all(self) -> None:
         """Cancel the seat runs still on the cluster (terminate_all calls it on SIGTERM/Ctrl-C)."""

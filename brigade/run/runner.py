@@ -1,8 +1,8 @@
-"""Bring one cell up to date: run its seat (or reuse a run), grade, and write its receipts."""
+"""The cell lifecycle: bring one cell up to date (run its seat through run/seat, or reuse
+a run), grade, write its receipts; regrade a stored run."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import sys
@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brigade.adapters import adapter_for
-from brigade.adapters.base import Reading, SeatRequest
 from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell
 from brigade.core.projection import Secrets, make_secrets, scrub_text
-from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import (
+    GRADEABLE,
     RunFacts,
     Verdict,
     cell_score,
@@ -26,19 +24,21 @@ from brigade.core.taxonomy import (
     classify_run,
     decide,
 )
-from brigade.errors import EnvironmentProblem, TamperedOutput
+from brigade.errors import TamperedOutput
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, worktree
-from brigade.run.doctor import executable_version
+from brigade.run.seat import (
+    FINAL,
+    RUN_DIR_VARIABLE,
+    RUN_RECORD,
+    execute_seat,
+    read_text,
+    record_run,
+    seat_job,
+)
 
-FINAL = "final.txt"
-RUN_RECORD = "run.json"
-WORKER_RESULTS = "worker-results.json"
-STDOUT = "stdout.log"
-STDERR = "stderr.log"
 # receipt fields that describe the cell itself (identity and coordinate)
-GRADEABLE = frozenset({"accepted", "rejected", "unscored", "grader_error"})
 PLAN_FIELDS = (
     "cell_id",
     "coordinate",
@@ -61,9 +61,6 @@ class RunContext:
     manifest_digest: str
     retry_transient: bool = False
 
-
-# set for every seat process (and so for all it starts): its attempt's run folder
-RUN_DIR_VARIABLE = "BRIGADE_RUN_DIR"
 
 # hands a seat run to another executor (cell, attempt, started_at); it records it later
 Submit = Callable[[Cell, int, str], None]
@@ -127,189 +124,10 @@ def running_receipt(ctx: RunContext, cell: Cell, attempt: int, started_at: str) 
     }
 
 
-def seat_environment(request: SeatRequest, extra: dict[str, str]) -> dict[str, str]:
-    """The seat's environment: ours, the adapter's, the seat's `env`, then BRIGADE_*."""
-    seat = request.seat
-    env = dict(os.environ)
-    env.update(extra)
-    env.update(seat.env)
-    env.update(
-        {
-            "BRIGADE_CELL_ID": request.cell_id,
-            "BRIGADE_COORDINATE": request.coordinate,
-            RUN_DIR_VARIABLE: str(request.run_dir),
-            "BRIGADE_WORKSPACE": str(request.cwd),
-            "BRIGADE_SEAT": seat.name,
-            "BRIGADE_MODEL": seat.model or "",
-            "BRIGADE_REASONING": seat.reasoning or "",
-            "BRIGADE_EXECUTION_MODE": "writable-worktree" if request.writable else "read-only",
-        }
-    )
-    return env
-
-
-@dataclass(frozen=True)
-class SeatJob:
-    """One seat run, whatever executes it (the Dask executor pickles it to a worker)."""
-
-    cell_id: str
-    coordinate: str
-    attempt: int
-    seat: SeatSpec
-    prompt: str
-    execution_mode: str
-    # writable runs: the commit the worktree starts from (None: the workspace's HEAD now)
-    head: str | None = None
-
-    @property
-    def writable(self) -> bool:
-        """Whether the seat runs in its own detached worktree."""
-        return self.execution_mode == "writable-worktree"
-
-
-@dataclass(frozen=True)
-class SeatRun:
-    """What running a seat produced: run.json's document and what goes beside it."""
-
-    run_doc: dict[str, Any]
-    final_text: str
-    timed_out: bool
-    transport: str | None
-    seat: str
-
-
-def seat_job(cell: Cell, attempt: int, head: str | None = None) -> SeatJob:
-    """The job that runs a cell's seat for one attempt."""
-    return SeatJob(
-        cell_id=cell.cell_id,
-        coordinate=cell.coordinate,
-        attempt=attempt,
-        seat=cell.seat,
-        prompt=cell.prompt,
-        execution_mode=cell.execution_mode,
-        head=head,
-    )
-
-
 def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
     """Run the seat here once for an attempt; write final.txt, logs, run.json, worker-results."""
     rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
     return record_run(rdir, execute_seat(seat_job(cell, attempt), ctx.workspace, rdir))
-
-
-def execute_seat(
-    job: SeatJob,
-    workspace: Path,
-    rdir: Path,
-    *,
-    should_stop: Callable[[], bool] | None = None,
-) -> SeatRun:
-    """Run a seat in `workspace`: logs (and a writable run's changes) go to `rdir`.
-
-    Shared by both executors: the local one passes the attempt's run folder,
-    a Dask worker a scratch folder whose files it sends back. Writes no record.
-    """
-    tree: worktree.Worktree | None = None
-    try:
-        if job.writable:
-            try:
-                tree = worktree.create(_worktree_repo(workspace, job.head))
-            except (OSError, EnvironmentProblem) as exc:
-                return unlaunched_run(job, rdir, workspace, f"worktree: {exc}", "worktree_failed")
-        cwd = tree.cwd if tree else workspace
-        request = SeatRequest(
-            seat=job.seat,
-            prompt=job.prompt,
-            cwd=cwd,
-            run_dir=rdir,
-            writable=job.writable,
-            cell_id=job.cell_id,
-            coordinate=job.coordinate,
-        )
-        adapter = adapter_for(job.seat.cli)
-        invocation = adapter.invocation(request)
-        result = proc.run(
-            invocation.argv,
-            cwd=cwd,
-            env=seat_environment(request, dict(invocation.env)),
-            stdin_text=invocation.stdin_text,
-            timeout=job.seat.timeout_seconds,
-            stdout_path=rdir / STDOUT,
-            stderr_path=rdir / STDERR,
-            should_stop=should_stop,
-            driver=invocation.driver,
-            # every process the seat starts carries its run folder: all end with the seat
-            tag=(RUN_DIR_VARIABLE, str(rdir)),
-        )
-        stdout = _read_text(rdir / STDOUT)
-        stderr = _read_text(rdir / STDERR)
-        if result.launched and not result.timed_out:
-            # files the adapter asked for (an exec program's usage file), when written
-            files = {
-                name: _read_text(rdir / name)
-                for name in invocation.output_files
-                if (rdir / name).is_file()
-            }
-            reading = adapter.read(
-                exit_code=result.exit_code, stdout=stdout, stderr=stderr, files=files
-            )
-        else:
-            reading = Reading(final_text=stdout if result.launched else "")
-        status, kind, detail = _run_status(result, reading)
-        run_doc: dict[str, Any] = {
-            "schema": "brigade.run.v1",
-            "cell_id": job.cell_id,
-            "attempt": job.attempt,
-            "status": status,
-            "exit_code": result.exit_code,
-            "signal": result.signal,
-            "duration_seconds": result.duration_seconds,
-            "cwd": str(cwd),
-            "started_at": result.started_at,
-            "finished_at": result.finished_at,
-            "failure_kind": kind,
-            "failure_detail": detail,
-            "adapter": adapter.name,
-            "argv": list(invocation.argv),
-            "executable": result.executable,
-            "executable_version": executable_version(adapter, job.seat, result.executable),
-            "timeout_seconds": job.seat.timeout_seconds,
-            "execution_mode": job.execution_mode,
-            "workspace_access": "detached-worktree" if job.writable else "shared-checkout",
-            "read_only_enforcement": (
-                "not-applicable" if job.writable else invocation.read_only_enforcement
-            ),
-            "settings_not_applied": list(invocation.settings_not_applied),
-            "changed_files": None,
-            "workspace_snapshot": None,
-            "stdout_bytes": len(stdout.encode("utf-8")),
-            "stderr_bytes": len(stderr.encode("utf-8")),
-        }
-        if tree is not None:
-            try:
-                changed, deleted = worktree.changes(tree)
-                not_copied = worktree.snapshot(tree, changed, rdir)
-            except OSError as exc:
-                # what the seat left cannot be read: a fault of the apparatus, this cell's
-                run_doc.update(
-                    status="apparatus_fault",
-                    failure_kind="worktree_failed",
-                    failure_detail=f"worktree: {exc}",
-                )
-            else:
-                run_doc["changed_files"] = changed
-                run_doc["workspace_snapshot"] = {
-                    "head": tree.repo.head,
-                    "prefix": tree.repo.prefix,
-                    "deleted": deleted,
-                    "not_copied": not_copied,
-                }
-        return SeatRun(
-            run_doc, reading.final_text, result.timed_out, invocation.transport, job.seat.name
-        )
-    finally:
-        if tree is not None:
-            worktree.remove(tree)
 
 
 def _end_crashed_seat(out: Path, cell: Cell, attempt: int | None) -> None:
@@ -333,112 +151,6 @@ def _remove_crash_leftovers(out: Path, cell_id: str, attempt: int | None) -> Non
         folder = base / store.ATTEMPTS_DIR / store.attempt_name(attempt)
         store.remove_stale_temps(folder)
         store.remove_stale_temps(folder / store.RUN_DIR)
-
-
-def _worktree_repo(workspace: Path, head: str | None) -> worktree.Repo:
-    """The repository to branch a writable run from, at `head` when one is given."""
-    repo = worktree.find_repo(workspace)
-    if head is None or head == repo.head:
-        return repo
-    code, _, _ = proc.capture(
-        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=repo.toplevel, timeout=60
-    )
-    if code != 0:
-        raise EnvironmentProblem(
-            f"commit {head} is not in the git checkout at {repo.toplevel} here "
-            "(fetch it there, then re-run with --retry-transient)"
-        )
-    return dataclasses.replace(repo, head=head)
-
-
-def _run_status(result: proc.ProcResult, reading: Reading) -> tuple[str, str | None, str | None]:
-    if not result.launched:
-        return "not_launched", "launch_failed", result.launch_error
-    if result.timed_out:
-        return "timed_out", "timeout", "no exit within the seat's time limit; process group killed"
-    if reading.fault is not None:
-        return "apparatus_fault", reading.fault.kind, reading.fault.detail
-    if result.exit_code != 0:
-        return "failed", "nonzero_exit", f"exited with status {result.exit_code}"
-    return "completed", None, None
-
-
-def unlaunched_run(
-    job: SeatJob,
-    rdir: Path,
-    cwd: Path,
-    detail: str,
-    kind: str,
-    status: str = "not_launched",
-) -> SeatRun:
-    """A run whose seat never ran (or whose result was lost): empty logs but for the detail."""
-    now = utc_now()
-    store.atomic_write_bytes(rdir / STDOUT, b"")
-    store.atomic_write_bytes(rdir / STDERR, f"brigade: {detail}\n".encode())
-    run_doc: dict[str, Any] = {
-        "schema": "brigade.run.v1",
-        "cell_id": job.cell_id,
-        "attempt": job.attempt,
-        "status": status,
-        "exit_code": None,
-        "signal": None,
-        "duration_seconds": 0.0,
-        "cwd": str(cwd),
-        "started_at": now,
-        "finished_at": now,
-        "failure_kind": kind,
-        "failure_detail": detail,
-        "adapter": adapter_for(job.seat.cli).name,
-        "argv": [],
-        "executable": None,
-        "executable_version": None,
-        "timeout_seconds": job.seat.timeout_seconds,
-        "execution_mode": job.execution_mode,
-        "workspace_access": "detached-worktree" if job.writable else "shared-checkout",
-        "read_only_enforcement": "not-applicable",
-        "settings_not_applied": [],
-        "changed_files": None,
-        "workspace_snapshot": None,
-        "stdout_bytes": 0,
-        "stderr_bytes": 0,
-    }
-    return SeatRun(run_doc, "", False, job.seat.transport, job.seat.name)
-
-
-def record_run(rdir: Path, run: SeatRun) -> dict[str, Any]:
-    """Write final.txt, run.json and worker-results.json for a seat run; returns run.json's doc.
-
-    The one place a seat run is recorded, wherever it ran.
-    """
-    store.atomic_write_bytes(rdir / FINAL, run.final_text.encode("utf-8"), sync_dir=False)
-    _write_run_records(rdir, run.run_doc, run.timed_out, run.transport, run.seat)
-    return run.run_doc
-
-
-def _write_run_records(
-    rdir: Path, run_doc: dict[str, Any], timed_out: bool, transport: str | None, seat: str
-) -> None:
-    store.write_json(rdir / RUN_RECORD, run_doc, "brigade.run.v1", sync_dir=False)
-    ok = run_doc["status"] in ("completed", "failed", "timed_out")
-    store.write_json(
-        rdir / WORKER_RESULTS,
-        {
-            "schema": "brigade.worker_results.v1",
-            "results": [
-                {
-                    "worker": seat,
-                    "ok": ok,
-                    "exit_code": run_doc["exit_code"],
-                    "timed_out": timed_out,
-                    "failure_kind": run_doc["failure_kind"],
-                    "detail": run_doc["failure_detail"],
-                    "transport": transport,
-                }
-            ],
-        },
-        "brigade.worker_results.v1",
-        sync_dir=False,
-    )
 
 
 def facts_from_run(run_doc: dict[str, Any]) -> RunFacts:
@@ -472,7 +184,7 @@ def grade_context(
     changed = run_doc.get("changed_files")
     return graders.GradeContext(
         cell_id=cell.cell_id,
-        final_text=_read_text(final_path),
+        final_text=read_text(final_path),
         output_digest=store.file_digest(final_path),
         output_ref=os.path.relpath(final_path, ctx.out),
         exit_code=run_doc["exit_code"],
@@ -535,6 +247,13 @@ def finish(
     return receipt
 
 
+def record_seat_run(
+    ctx: RunContext, cell: Cell, attempt: int, started_at: str, run_doc: dict[str, Any]
+) -> dict[str, Any]:
+    """Record a seat run made by another executor (its run folder already holds its files)."""
+    return finish(ctx, cell, attempt, started_at, run_doc, None)
+
+
 def _terminal_fields(
     verdict: Verdict,
     results: list[dict[str, Any]],
@@ -563,7 +282,7 @@ def _terminal_fields(
 
 
 def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if verdict.state not in ("accepted", "rejected", "unscored", "grader_error"):
+    if verdict.state not in GRADEABLE:
         return None
     return {
         "accepted": verdict.state == "accepted",
@@ -711,10 +430,3 @@ def _copy_run(
         "output_digest": source.get("output_digest"),
     }
     return run_doc, reused
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return ""
