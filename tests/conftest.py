@@ -229,6 +229,49 @@ def project(tmp_path: Path) -> Project:
     return Project(tmp_path)
 
 
+# A battery with a cell in every row of the resume table (accepted, rejected, unscored,
+# execution_error, adapter_error); its first run exits 3 (a measurement failure).
+BATTERY: list[dict[str, Any]] = [
+    {
+        "id": "ok",
+        "prompt": "answer: hello",
+        "graders": [{"type": "exact_output", "expected": "hello"}],
+    },
+    {
+        "id": "no",
+        "prompt": "answer: nope",
+        "graders": [{"type": "exact_output", "expected": "hello"}],
+    },
+    {"id": "free", "prompt": "answer: whatever"},
+    {"id": "crash", "prompt": "exit: 2"},
+    {"id": "fault", "prompt": "tempfail: upstream 502"},
+]
+BATTERY_STATES = {
+    "ok:agent:1": "accepted",
+    "no:agent:1": "rejected",
+    "free:agent:1": "unscored",
+    "crash:agent:1": "execution_error",
+    "fault:agent:1": "adapter_error",
+}
+GRADED = BATTERY[:2]  # one accepted and one rejected cell: the first run exits 1
+
+
+@pytest.fixture
+def battery(project: Project) -> Project:
+    """The project with BATTERY as its manifest (nothing run yet)."""
+    project.write_manifest(BATTERY)
+    return project
+
+
+@pytest.fixture
+def finished_battery(battery: Project) -> Project:
+    """BATTERY run once through the real doit."""
+    done = battery.doit()
+    assert done.returncode == 3, done.stderr
+    assert battery.states() == BATTERY_STATES
+    return battery
+
+
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
     """A copy of the repository's tracked inputs (dodo, manifests) without outputs."""

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DODO, REPO, Project
+from conftest import DODO, GRADED, REPO, Project
 
 from brigade.inputs import sources
 from brigade.outdir import caches
@@ -139,19 +139,6 @@ def test_the_code_digest_covers_every_source_and_schema_file(tmp_path: Path) -> 
 
 
 # -- end to end ------------------------------------------------------------------------
-
-GRADED = [
-    {
-        "id": "good",
-        "prompt": "answer: hello",
-        "graders": [{"type": "exact_output", "expected": "hello"}],
-    },
-    {
-        "id": "bad",
-        "prompt": "answer: nope",
-        "graders": [{"type": "exact_output", "expected": "hello"}],
-    },
-]
 
 
 def exported_cell(project: Project, coordinate: str) -> dict:

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -30,19 +29,20 @@ def test_second_run_on_the_same_output_is_refused(project: Project, tmp_path: Pa
         via_cli = project.run()
         assert via_cli.returncode == 2
         assert f"pid {first.pid}" in via_cli.stderr
-        waiting = subprocess.Popen(
-            [*brigade_command(), *project.run_args("--wait")],
-            env=project.env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(0.5)
-        assert waiting.poll() is None  # still waiting for the first run
+        err_file = tmp_path / "waiting.err"
+        with open(err_file, "w") as err_handle:
+            waiting = subprocess.Popen(
+                [*brigade_command(), *project.run_args("--wait")],
+                env=project.env(),
+                stdout=subprocess.DEVNULL,
+                stderr=err_handle,
+                text=True,
+            )
+        # it says it waits (the first run still holds the lock: its seat is blocked)
+        wait_for(lambda: f"waiting for pid {first.pid}" in err_file.read_text())
+        assert running_cells(project) == 1
         release.touch()
-        _, err = waiting.communicate(timeout=60)
-        assert waiting.returncode == 0, err
-        assert "waiting for pid" in err
+        assert waiting.wait(timeout=60) == 0, err_file.read_text()
     finally:
         release.touch()
         first.wait(timeout=60)

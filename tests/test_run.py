@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from conftest import FAKE_CLI, Project
@@ -274,35 +271,3 @@ def test_doit_targets_plan_one_cell_or_the_summary(project: Project) -> None:
     again = project.doit("-n", "2")
     assert again.returncode == 0, again.stderr
     assert project.launches() == 4
-
-
-def test_the_process_ends_with_its_code_and_everything_it_wrote() -> None:
-    """doit and the brigade script end through proc.end_process (no teardown of the run's
-    objects): what is still buffered arrives, and an output already gone is no error."""
-    script = (
-        "import os, sys\n"
-        "from brigade.run import proc\n"
-        "sys.stdout.write('partial line without newline')\n"
-        "sys.stderr.write('brigade: headline')\n"
-        "CLOSE\n"
-        "proc.end_process(3)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # keep it buffered
-    done = subprocess.run(
-        [sys.executable, "-c", script.replace("CLOSE", "pass")],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert (done.returncode, done.stdout, done.stderr) == (
-        3,
-        "partial line without newline",
-        "brigade: headline",
-    )
-    gone = subprocess.run(
-        [sys.executable, "-c", script.replace("CLOSE", "os.close(1)")],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert (gone.returncode, gone.stderr) == (3, "brigade: headline")

@@ -4,23 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import FAKE_CLI, Project
+from conftest import BATTERY, FAKE_CLI, Project
 
-CASES = [
-    {
-        "id": "ok",
-        "prompt": "answer: hello",
-        "graders": [{"type": "exact_output", "expected": "hello"}],
-    },
-    {
-        "id": "no",
-        "prompt": "answer: nope",
-        "graders": [{"type": "exact_output", "expected": "hello"}],
-    },
-    {"id": "free", "prompt": "answer: whatever"},
-    {"id": "crash", "prompt": "exit: 2"},
-    {"id": "fault", "prompt": "tempfail: upstream 502"},
-]
+CASES = BATTERY
 
 
 def finished(project: Project) -> Project:

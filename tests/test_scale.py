@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brigade.core.identity import TrialHasher, canonical_json, cell_id, identity_payload, run_key
-from brigade.front.tasks import FINISHED_TASK, SINGLE_TASKS_UP_TO
+from brigade.front.tasks import FINISHED_TASK
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 SEAT = st.fixed_dictionaries(
@@ -56,23 +56,25 @@ def test_trial_digests_equal_the_reference_hashing(case_id, prompt, seat, grader
         assert trial_run_key == run_key(payload)
 
 
-def test_large_plans_collect_finished_cells_in_one_task(project: Project) -> None:
+def test_one_task_behaviour_at_every_size(project: Project) -> None:
+    # a run collects finished cells in one task at every size (fast no-op); `doit list`
+    # shows every cell, and a cell named on the command line has its own task
     project.write_roster({"agent": {"cli": "exec:true"}})
-    project.write_manifest([{"id": "c", "prompt": "x"}], trials=SINGLE_TASKS_UP_TO + 1)
+    project.write_manifest([{"id": "c", "prompt": "x"}], trials=1001)
     assert project.doit("-n", "2").returncode == 0
-    assert project.summary()["counts"]["unscored"] == SINGLE_TASKS_UP_TO + 1
+    assert project.summary()["counts"]["unscored"] == 1001
     names = [line.split()[0] for line in project.doit("list").stdout.splitlines()]
-    assert FINISHED_TASK in names
-    assert not [n for n in names if n.startswith("cell:c:")]
-    # a crashed cell gets its own task again and re-runs; the rest stay collected
+    assert FINISHED_TASK not in names
+    assert len([n for n in names if n.startswith("cell:c:agent:")]) == 1001
+    named = project.doit("cell:c:agent:1001")
+    assert named.returncode == 0, named.stderr
+    # a crashed cell re-runs; the rest stay finished
     receipt = project.receipt("c:agent:7")
     receipt["state"] = "running"
     (project.cell_dir("c:agent:7") / "cell.json").write_text(json.dumps(receipt))
-    listed = project.doit("list").stdout
-    assert "cell:c:agent:7" in listed
-    assert f"{SINGLE_TASKS_UP_TO} finished cells" in listed
     assert project.doit().returncode == 0
     assert project.receipt("c:agent:7")["attempt"] == 2
+    assert project.receipt("c:agent:8")["attempt"] == 1
 
 
 def test_regrade_leaves_unchanged_receipts_alone(project: Project) -> None:

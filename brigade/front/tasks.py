@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -19,6 +21,7 @@ from doit.exceptions import TaskFailed
 
 from brigade.core.plan import Cell, Plan
 from brigade.core.specs import ExecutorKind
+from brigade.core.taxonomy import Action
 from brigade.errors import BrigadeError, EnvironmentProblem
 from brigade.front.reporter import REFUSED, RunInfo, make_reporter
 from brigade.front.session import (
@@ -33,13 +36,10 @@ from brigade.front.session import (
 from brigade.outdir import store
 from brigade.outdir.planfile import write_plan
 from brigade.report.finish import finish_run, leak_lines
-from brigade.run.runner import bring_up_to_date, regrade_if_needed
+from brigade.run.runner import RunContext, Submit, bring_up_to_date, regrade_if_needed
 
 DOIT_BACKEND = "json"
-# Up to this many cells every cell is its own task (`doit list` shows each);
-# above it, finished cells are collected in one task so a no-op resume of a
-# large battery stays close to the cost of reading its receipts.
-SINGLE_TASKS_UP_TO = 1000
+# a run collects the cells already finished in this one task (see `select`)
 FINISHED_TASK = "cell:finished"
 CELLS_GROUP = "cell"  # the delayed creator of the cell tasks, and a task needing them all
 
@@ -131,45 +131,218 @@ def run_info(session: Session) -> RunInfo:
     )
 
 
-def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
-    """DOIT_CONFIG and task generators for a session (what dodo.py exposes)."""
-    info = info or run_info(session)
-    plan, ctx, out = session.plan, session.ctx, session.out
-    always = session.options.always
-    cluster = session.cluster
-    submit = cluster.submit if cluster is not None else None
-    collect = cluster.collect if cluster is not None else None
-    # large plans: finished cells share one task (doit spends ~50 us per task)
-    share = len(plan.cells) > SINGLE_TASKS_UP_TO and not always
-    unchanged: dict[str, Any] = {}  # cell_id -> receipt of the cells up to date
-    own_cells: list[Cell] = []  # cells with a task of their own
+@dataclass(frozen=True)
+class CellTask:
+    """A cell with a doit task of its own, and what bringing it up to date needs."""
+
+    cell: Cell
+    action: Action
+    state: str | None  # the recorded state at load time (None: no trustworthy receipt)
+
+
+@dataclass
+class Selection:
+    """Which cells get which task: the pure decision the task builders follow."""
+
+    own: list[CellTask] = field(default_factory=list)
+    # finished cells sharing the one `cell:finished` task: how many of each recorded state
+    collected: Counter[str] = field(default_factory=Counter)
+    # cell_id -> the receipt (as read under the lock) of every cell up to date
+    unchanged: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    regrade: list[Cell] = field(default_factory=list)  # cells whose grade task re-grades
+    # no cell runs and no receipt changed since the last run: its summary still holds
+    untouched: bool = False
+
+
+def select(
+    plan: Plan,
+    recorded: Mapping[str, store.Seen],
+    actions: Mapping[str, Action],
+    *,
+    always: bool,
+    share: bool,
+    named: frozenset[str] = frozenset(),
+    plan_is_current: bool = False,
+    receipts_changed: bool = True,
+) -> Selection:
+    """Decide every cell's task (pure).
+
+    `share`: finished cells are collected in one task (a run: doit spends about
+    50 us per task, which a no-op resume of a big battery would notice) unless
+    named on the command line (`named`); otherwise (`doit list`, `doit info`)
+    every cell has a task of its own. `always` runs every cell.
+    """
+    chosen = Selection()
     for cell in plan.cells:
         cell_id = cell.cell_id
-        seen = session.recorded[cell_id]
-        if session.actions[cell_id] == "skip" and not always:
-            unchanged[cell_id] = seen.receipt
-            if share:
-                info.collected[seen.state or "missing"] += 1
+        seen = recorded[cell_id]
+        action: Action = "run" if always else actions[cell_id]
+        if action == "skip":
+            chosen.unchanged[cell_id] = seen.receipt
+            if share and cell_task_name(cell.coordinate) not in named:
+                chosen.collected[seen.state or "missing"] += 1
                 continue
-        own_cells.append(cell)
-        info.cell_tasks[cell_task_name(cell.coordinate)] = cell_id
-        info.loaded_states[cell_id] = seen.state
-    collected = sum(info.collected.values())
-    own_tasks = list(info.cell_tasks)
-    # nothing to run and no receipt changed since the last run: its summary still holds
-    untouched = (
-        session.plan_is_current
-        and not indexes_changed(session)
+        elif action == "regrade":
+            chosen.regrade.append(cell)
+        chosen.own.append(CellTask(cell, action, seen.state))
+    chosen.untouched = (
+        plan_is_current
+        and not receipts_changed
         and not always
-        and len(unchanged) == len(plan.cells)
+        and len(chosen.unchanged) == len(plan.cells)
     )
+    return chosen
 
-    def task_plan() -> dict[str, Any]:
-        """Write plan.json for the current manifest."""
-        return {
-            "actions": [(guarded, [write_plan, out, plan, session.plan_key, session.plan_inputs])],
-            "uptodate": [session.plan_is_current and not always],
+
+# -- task builders (doit task dicts) ---------------------------------------------
+
+
+def plan_task(session: Session) -> dict[str, Any]:
+    """`plan`: write plan.json for the current manifest (up to date when it holds it)."""
+    return {
+        "doc": "Write plan.json for the current manifest.",
+        "actions": [
+            (
+                guarded,
+                [write_plan, session.out, session.plan, session.plan_key, session.plan_inputs],
+            )
+        ],
+        "uptodate": [session.plan_is_current and not session.options.always],
+    }
+
+
+def cell_tasks(
+    chosen: Selection, session: Session, submit: Submit | None
+) -> Iterator[dict[str, Any]]:
+    """`cell` (every cell), `cell:finished` (the collected ones) and one task per own cell."""
+    collected = sum(chosen.collected.values())
+    yield {
+        "basename": CELLS_GROUP,
+        "doc": "every cell of the plan",
+        "actions": None,
+        "task_dep": [
+            *(cell_task_name(task.cell.coordinate) for task in chosen.own),
+            *([FINISHED_TASK] if collected else []),
+        ],
+    }
+    if collected:
+        yield {
+            "basename": FINISHED_TASK,
+            "doc": f"{collected} finished cells ({_states_line(chosen.collected)}); "
+            "brigade show lists them",
+            "actions": [],
+            "uptodate": [True],
         }
+    always = session.options.always
+    for task in chosen.own:
+        cell = task.cell
+        yield {
+            "basename": cell_task_name(cell.coordinate),
+            "doc": f"{task.state or 'not run'}: {cell.case_id} on {cell.seat.name}, "
+            f"trial {cell.trial}",
+            "actions": [
+                (
+                    guarded,
+                    [
+                        bring_up_to_date,
+                        session.ctx,
+                        cell,
+                        session.reuse.get(cell.cell_id),
+                        always,
+                        submit,
+                    ],
+                )
+            ],
+            "task_dep": ["plan"],
+            "uptodate": [task.action in ("skip", "regrade")],
+        }
+
+
+def grade_tasks(chosen: Selection, ctx: RunContext) -> Iterator[dict[str, Any]]:
+    """`grade:<coordinate>`: re-grade a cell whose grader broke, from stored output."""
+    yield {"basename": "grade", "name": None, "doc": grade_tasks.__doc__}
+    for cell in chosen.regrade:
+        yield {
+            "name": cell.coordinate,
+            "actions": [(guarded, [regrade_if_needed, ctx, cell])],
+            # its cell task is up to date (it only grades): no need to wait for it
+            "task_dep": ["plan"],
+            "uptodate": [False],
+        }
+
+
+def collect_task(collect: Callable[..., Any], info: RunInfo) -> dict[str, Any]:
+    """`collect`: wait for the seat runs on the Dask cluster and record each as it finishes."""
+    return {
+        "doc": "Wait for the seat runs on the Dask cluster and record each as it finishes.",
+        "actions": [(guarded, [collect, _progress(info)])],
+        # cell tasks only submit (and write `running`); one task waits for them all,
+        # so a thousand cells in flight need no thousand local threads
+        "task_dep": [CELLS_GROUP],
+        "uptodate": [False],
+    }
+
+
+def summary_task(chosen: Selection, session: Session) -> dict[str, Any]:
+    """`summary`: finish the run (summary.json, export, report, leak checks), keep the caches."""
+    return {
+        "doc": "Write summary.json, the export and the report; check they leak nothing.",
+        "actions": [
+            (
+                guarded,
+                [
+                    finalize,
+                    session.out,
+                    session.plan,
+                    session.workspace,
+                    chosen.unchanged,
+                    session.plan_key,
+                    chosen.untouched,
+                ],
+            ),
+            (guarded, [save_indexes, session]),
+        ],
+        # after every cell task and every regrade (doit -n runs tasks as soon as
+        # their own dependencies are done)
+        "task_dep": [
+            "plan",
+            "grade",
+            CELLS_GROUP,
+            *(["collect"] if session.cluster is not None else []),
+        ],
+        "uptodate": [False],
+    }
+
+
+def namespace(
+    session: Session,
+    info: RunInfo | None = None,
+    *,
+    listing: bool = False,
+    named: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """DOIT_CONFIG and task generators for a session (what dodo.py exposes).
+
+    `listing`: for a doit command that runs nothing (`list`, `info`): every
+    cell gets a task of its own. `named`: task names given on the command line.
+    """
+    info = info or run_info(session)
+    always = session.options.always
+    chosen = select(
+        session.plan,
+        session.recorded,
+        session.actions,
+        always=always,
+        share=not listing and not always,
+        named=named,
+        plan_is_current=session.plan_is_current,
+        receipts_changed=indexes_changed(session),
+    )
+    info.collected.update(chosen.collected)
+    for task in chosen.own:
+        info.cell_tasks[cell_task_name(task.cell.coordinate)] = task.cell.cell_id
+        info.loaded_states[task.cell.cell_id] = task.state
+    cluster = session.cluster
 
     # Created only once `plan` has run, and only when something needs them (a
     # default run, `doit cell:...`, the summary): `doit plan` of a big battery
@@ -177,107 +350,23 @@ def namespace(session: Session, info: RunInfo | None = None) -> dict[str, Any]:
     @create_after(executed="plan")
     def task_cell() -> Iterator[dict[str, Any]]:
         """Every cell (each one is its own task below)."""
-        yield {
-            "basename": CELLS_GROUP,
-            "doc": "every cell of the plan",
-            "actions": None,
-            "task_dep": [*own_tasks, *([FINISHED_TASK] if collected else [])],
-        }
-        if collected:
-            yield {
-                "basename": FINISHED_TASK,
-                "doc": f"{collected} finished cells ({_states_line(info.collected)}); "
-                "brigade show lists them",
-                "actions": [],
-                "uptodate": [True],
-            }
-        for cell in own_cells:
-            action = "run" if always else session.actions[cell.cell_id]
-            state = info.loaded_states[cell.cell_id] or "not run"
-            yield {
-                "basename": cell_task_name(cell.coordinate),
-                "doc": f"{state}: {cell.case_id} on {cell.seat.name}, trial {cell.trial}",
-                "actions": [
-                    (
-                        guarded,
-                        [
-                            bring_up_to_date,
-                            ctx,
-                            cell,
-                            session.reuse.get(cell.cell_id),
-                            always,
-                            submit,
-                        ],
-                    )
-                ],
-                "task_dep": ["plan"],
-                "uptodate": [action in ("skip", "regrade")],
-            }
+        return cell_tasks(chosen, session, cluster.submit if cluster is not None else None)
 
-    def task_grade() -> Iterator[dict[str, Any]]:
-        """Re-grade cells whose grader broke, from stored output (no seat run)."""
-        yield {"basename": "grade", "name": None, "doc": task_grade.__doc__}
-        for cell in plan.cells:
-            if session.actions[cell.cell_id] != "regrade" or always:
-                continue  # cells that run are graded by their own task
-            yield {
-                "name": cell.coordinate,
-                "actions": [(guarded, [regrade_if_needed, ctx, cell])],
-                # its cell task is up to date (it only grades): no need to wait for it
-                "task_dep": ["plan"],
-                "uptodate": [session.actions[cell.cell_id] != "regrade" and not always],
-            }
-
-    def task_collect() -> dict[str, Any]:
-        """Wait for the seat runs on the Dask cluster and record each as it finishes."""
-        return {
-            "actions": [(guarded, [collect, _progress(info)])],
-            # cell tasks only submit (and write `running`); one task waits for them all,
-            # so a thousand cells in flight need no thousand local threads
-            "task_dep": [CELLS_GROUP],
-            "uptodate": [False],
-        }
-
-    def task_summary() -> dict[str, Any]:
-        """Write summary.json and the export, and check the export leaks nothing."""
-        return {
-            "actions": [
-                (
-                    guarded,
-                    [
-                        finalize,
-                        out,
-                        plan,
-                        session.workspace,
-                        unchanged,
-                        session.plan_key,
-                        untouched,
-                    ],
-                ),
-                (guarded, [save_indexes, session]),
-            ],
-            # after every cell task and every regrade (doit -n runs tasks as soon as
-            # their own dependencies are done)
-            "task_dep": ["plan", "grade", CELLS_GROUP, *(["collect"] if cluster else [])],
-            "uptodate": [False],
-        }
-
-    config = {
-        "backend": DOIT_BACKEND,
-        "dep_file": dep_file(out),
-        "reporter": make_reporter(info),
-        # seats are subprocesses: threads are enough and need no pickling or fork
-        "par_type": "thread",
-    }
-    generators = {
-        "DOIT_CONFIG": config,
-        "task_plan": task_plan,
+    generators: dict[str, Any] = {
+        "DOIT_CONFIG": {
+            "backend": DOIT_BACKEND,
+            "dep_file": dep_file(session.out),
+            "reporter": make_reporter(info),
+            # seats are subprocesses: threads are enough and need no pickling or fork
+            "par_type": "thread",
+        },
+        "task_plan": lambda: plan_task(session),
         "task_cell": task_cell,
-        "task_grade": task_grade,
-        "task_summary": task_summary,
+        "task_grade": lambda: grade_tasks(chosen, session.ctx),
+        "task_summary": lambda: summary_task(chosen, session),
     }
     if cluster is not None:
-        generators["task_collect"] = task_collect
+        generators["task_collect"] = lambda: collect_task(cluster.collect, info)
     return generators
 
 
@@ -350,17 +439,19 @@ def _executor(value: str | None) -> ExecutorKind | None:
     raise BrigadeError(f"doit variable executor={value!r}: use local or dask")
 
 
-def doit_command() -> Any | None:
-    """The doit command importing the dodo right now (run, list, info, ...), None when the
-    dodo is not being imported by doit (doit passes it nothing that says so)."""
+def doit_command() -> tuple[Any | None, tuple[str, ...]]:
+    """The doit command importing the dodo right now (run, list, info, ...) and the
+    positional arguments it was given; (None, ()) when doit is not importing it
+    (doit passes the dodo nothing that says so: it is found on the stack)."""
     from doit.cmd_base import DoitCmdBase
 
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code is DoitCmdBase.execute.__code__:
-            return frame.f_locals.get("self")
+            args = frame.f_locals.get("args") or ()
+            return frame.f_locals.get("self"), tuple(str(arg) for arg in args)
         frame = frame.f_back
-    return None
+    return None, ()
 
 
 def writes(command: Any | None) -> bool:
@@ -376,15 +467,16 @@ def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
     (waiting for it with wait=1), before the output directory is read: what
     the tasks are built from is what the run finds, whoever wrote there before.
     """
+    command, args = doit_command()
     try:
         options = options_from_variables(variables)
         inputs = load_inputs(options.manifest, options.roster, options.workspace)
-        if writes(doit_command()):
+        if writes(command):
             lock_output(options, inputs[0])
         session = open_session(options, inputs)
         info = run_info(session)
         info.end_process = True
-        return namespace(session, info)
+        return namespace(session, info, listing=not writes(command), named=frozenset(args))
     except BrigadeError as exc:
         sys.stderr.write(f"brigade: {exc}\n")
         raise SystemExit(exc.exit_code) from None

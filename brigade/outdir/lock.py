@@ -98,6 +98,11 @@ def _unusable(out: Path, exc: OSError) -> EnvironmentProblem:
     return EnvironmentProblem(f"{out}: cannot write to the output directory: {exc.strerror or exc}")
 
 
+def held(out: Path) -> bool:
+    """Whether this process holds the output directory's lock."""
+    return (out / LOCK_FILE).resolve() in _held
+
+
 def release(out: Path) -> None:
     """Release the lock if this process holds it."""
     path = _lock_path(out)

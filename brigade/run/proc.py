@@ -387,17 +387,26 @@ def capture(
     return code, out.decode("utf-8", "replace"), err
 
 
+# set (to anything but empty or 0) to end the ordinary way: atexit handlers run (coverage)
+CLEAN_EXIT_VARIABLE = "BRIGADE_CLEAN_EXIT"
+
+
 def end_process(code: int) -> NoReturn:
     """End brigade's own process with `code` once its output is flushed.
 
-    Called when everything is written (receipts, summary, indexes, doit's DB)
-    and the run lock is released. A run over many cells holds them all in
-    memory; freeing them one by one on the way out costs more than a no-op
-    resume's own work, and nothing is left for it to do.
+    Called only at the outermost entry points (the `brigade` script's `console`
+    and the reporter of a plain `doit` run), when everything is written
+    (receipts, summary, indexes, doit's DB) and the run lock is released. A run
+    over many cells holds them all in memory; freeing them one by one on the
+    way out costs more than a no-op resume's own work, and nothing is left for
+    it to do. That exit skips atexit handlers: with BRIGADE_CLEAN_EXIT=1 the
+    process exits the ordinary way instead.
     """
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed or broken pipe: nothing left to say
             pass
+    if os.environ.get(CLEAN_EXIT_VARIABLE, "") not in ("", "0"):
+        raise SystemExit(code)
     os._exit(code)
