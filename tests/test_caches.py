@@ -152,11 +152,11 @@ def test_a_receipt_edited_at_the_same_size_and_mtime_is_noticed_everywhere(
     project.write_manifest(GRADED)
     assert project.doit().returncode == 1
     assert project.doit().returncode == 1  # every cache is written and vouches
-    receipt = project.cell_dir("bad:agent:1") / "cell.json"
+    receipt = project.cell_dir("no:agent:1") / "cell.json"
     rewrite_keeping_size_and_mtime(receipt, b'"state": "rejected"', b'"state": "accepted"')
     done = project.doit()
     assert (done.returncode, project.summary()["counts"]["accepted"]) == (0, 2), done.stderr
-    assert exported_cell(project, "bad:agent:1")["state"] == "accepted"
+    assert exported_cell(project, "no:agent:1")["state"] == "accepted"
     junit = (project.out / "report" / "junit.xml").read_text()
     assert '<testsuites name="t" tests="2" failures="0"' in junit
     shown = project.brigade("summary", str(project.out))
@@ -167,13 +167,13 @@ def test_an_output_edited_at_the_same_size_and_mtime_is_refused(project: Project
     project.write_manifest(GRADED[:1])
     assert project.doit().returncode == 0
     assert project.doit().returncode == 0
-    receipt = project.receipt("good:agent:1")
-    final = project.cell_dir("good:agent:1") / "attempts" / "attempt-001" / "run" / "final.txt"
+    receipt = project.receipt("ok:agent:1")
+    final = project.cell_dir("ok:agent:1") / "attempts" / "attempt-001" / "run" / "final.txt"
     rewrite_keeping_size_and_mtime(final, b"hello", b"hellO")
     done = project.doit()
     assert done.returncode == 2
     assert "output digest mismatch" in done.stderr
-    assert project.receipt("good:agent:1") == receipt
+    assert project.receipt("ok:agent:1") == receipt
 
 
 def test_caches_of_the_wrong_type_are_rebuilt(project: Project) -> None:

@@ -17,6 +17,7 @@ from conftest import FAKE_CLI, REPO, Project
 
 from brigade.core.plan import Plan, build_plan, plan_from_document
 from brigade.core.projection import make_secrets
+from brigade.core.receipts import views_of
 from brigade.core.summary import build_summary
 from brigade.front.tasks import finalize
 from brigade.inputs.manifest import manifest_from_document
@@ -171,7 +172,7 @@ def unit_results(root: Path) -> tuple[Path, Plan, dict[str, Any]]:
 
 def unit_report(root: Path) -> tuple[Path, Plan, dict[str, Any], dict[str, Any]]:
     out, plan, receipts = unit_results(root)
-    summary = build_summary(plan, receipts, {}, NOW)
+    summary = build_summary(plan, views_of(receipts), {}, NOW)
     return out, plan, receipts, summary
 
 
@@ -184,7 +185,7 @@ def cases_by_name(root: ET.Element) -> dict[str, ET.Element]:
 
 def test_junit_has_a_suite_per_seat_and_a_case_per_cell(tmp_path: Path, schema) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    result = write_report(out, plan, receipts, summary)
+    result = write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     assert result.leaks == ()
     junit = out / "report" / "junit.xml"
     assert result.files == (junit, out / "report" / "index.html")
@@ -288,7 +289,7 @@ def test_junit_strips_characters_xml_cannot_carry(tmp_path: Path, schema) -> Non
 
 def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    write_report(out, plan, receipts, summary)
+    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     page = (out / "report" / "index.html").read_text()
     # one file, no network: nothing is loaded from anywhere
     for reference in ("http://", "https://", "src=", "href=", "@import", "url("):
@@ -327,7 +328,9 @@ def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
 
 def test_reports_leak_no_prompt_path_or_env_value(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    result = write_report(out, plan, receipts, summary, workspace=tmp_path)
+    result = write_report(
+        out, plan, views_of(receipts), summary, receipts=receipts, workspace=tmp_path
+    )
     assert result.leaks == ()
     for path in result.files:
         raw = path.read_text()
@@ -359,7 +362,9 @@ def test_names_equal_to_secrets_are_shown_as_they_are(tmp_path: Path) -> None:
     free text is replaced (and would be a leak)."""
     out, plan, receipts, summary = unit_report(tmp_path)
     secrets = make_secrets(["a prompt about weird names", WEIRD_CASE], [], ["alpha-x", "alpha"])
-    result = write_report(out, plan, receipts, summary, secrets=secrets)
+    result = write_report(
+        out, plan, views_of(receipts), summary, receipts=receipts, secrets=secrets
+    )
     assert result.leaks == ()
     root = ET.parse(out / "report" / "junit.xml").getroot()
     assert [s.get("name") for s in root.findall("testsuite")] == ["alpha", WEIRD_SEAT]
@@ -372,13 +377,13 @@ def test_names_equal_to_secrets_are_shown_as_they_are(tmp_path: Path) -> None:
 
 def test_unchanged_reports_are_not_rewritten(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    write_report(out, plan, receipts, summary)
+    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     page = out / "report" / "index.html"
     before = page.stat().st_mtime_ns
-    write_report(out, plan, receipts, summary)
+    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     assert page.stat().st_mtime_ns == before
     page.write_text("tampered")
-    write_report(out, plan, receipts, summary)
+    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     assert page.read_text().startswith("<!DOCTYPE html>")
 
 
@@ -553,8 +558,10 @@ def test_a_leaking_report_fails_finalize(project: Project, monkeypatch) -> None:
     assert "report/index.html: (text, entities decoded): contains prompt" in str(failed)
     # the leak is not remembered as clean: the next run checks again
     receipts = current_receipts(project.out, plan)
-    summary = build_summary(plan, receipts, {}, NOW)
-    again = write_report(project.out, plan, receipts, summary, workspace=project.workspace)
+    summary = build_summary(plan, views_of(receipts), {}, NOW)
+    again = write_report(
+        project.out, plan, views_of(receipts), summary, workspace=project.workspace
+    )
     assert again.leaks
 
 
@@ -573,7 +580,7 @@ CHROMIUM = shutil.which("chromium")
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_the_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    write_report(out, plan, receipts, summary)
+    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     page = out / "report" / "index.html"
     profile = tmp_path / "chromium-profile"
     argv = [

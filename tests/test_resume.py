@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 
-from brigade.core.taxonomy import decide, is_transient, reusable_source
+from brigade.core.receipts import ReceiptView, view_of
+from brigade.core.taxonomy import Action
+from brigade.core.taxonomy import decide as decide_view
+from brigade.core.taxonomy import is_transient as is_transient_view
+from brigade.core.taxonomy import reusable_source as reusable_view
 from brigade.outdir import store
 
 CELL_ID = "a" * 64
@@ -16,6 +20,25 @@ OTHER_ID = "b" * 64
 
 def receipt(state: str, **extra: Any) -> dict[str, Any]:
     return {"schema": "brigade.eval_cell.v1", "cell_id": CELL_ID, "state": state, **extra}
+
+
+# the resume table reads the view of a receipt the store trusts (an untrusted one: none)
+def view(doc: Any) -> ReceiptView | None:
+    return view_of(store.trusted_receipt(doc, CELL_ID))
+
+
+def decide(doc: Any, *, retry_transient: bool, reusable: bool) -> Action:
+    return decide_view(view(doc), retry_transient=retry_transient, reusable=reusable)
+
+
+def is_transient(doc: Any) -> bool:
+    trusted = view(doc)
+    assert trusted is not None
+    return is_transient_view(trusted)
+
+
+def reusable_source(doc: Any, *, retry_transient: bool) -> bool:
+    return reusable_view(view(doc), retry_transient=retry_transient)
 
 
 # --- decide: one test per row of the table -----------------------------------
@@ -89,7 +112,7 @@ def test_other_states_reuse_when_reusable(recorded: dict[str, Any] | None, retry
 
 
 def test_unhashable_state_runs() -> None:
-    assert decide({"state": ["accepted"]}, retry_transient=False, reusable=False) == "run"
+    assert decide(receipt(["accepted"]), retry_transient=False, reusable=False) == "run"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -156,23 +179,20 @@ def test_reusable_source(recorded: dict[str, Any] | None, plain: bool, retrying:
     assert reusable_source(recorded, retry_transient=True) is retrying
 
 
-# --- store.recorded_from -----------------------------------------------------
+# --- store.trusted_receipt, store.recorded_attempt ------------------------------
 
 
 def test_recorded_trusted_receipt() -> None:
     doc = receipt("accepted", attempt=2)
-    recorded = store.recorded_from(doc, CELL_ID)
-    assert recorded == store.Recorded(doc, 2)
-    assert recorded.state == "accepted"
+    assert store.trusted_receipt(doc, CELL_ID) is doc
+    assert store.recorded_attempt(doc) == 2
 
 
 def test_recorded_cell_id_mismatch_is_untrusted() -> None:
     doc = receipt("accepted", attempt=4)
-    recorded = store.recorded_from(doc, OTHER_ID)
-    assert recorded.receipt is None
-    assert recorded.state is None
+    assert store.trusted_receipt(doc, OTHER_ID) is None
     # its attempt number still counts, so numbers never go backwards
-    assert recorded.attempt == 4
+    assert store.recorded_attempt(doc) == 4
 
 
 @pytest.mark.parametrize(
@@ -199,27 +219,28 @@ def test_recorded_cell_id_mismatch_is_untrusted() -> None:
     ],
 )
 def test_recorded_untrusted_documents(doc: dict[str, Any]) -> None:
-    assert store.recorded_from(doc, CELL_ID) == store.Recorded(None, None)
+    assert store.trusted_receipt(doc, CELL_ID) is None
+    assert store.recorded_attempt(doc) is None
 
 
 @pytest.mark.parametrize("doc", [None, [], ["accepted"], "accepted", 3, 1.5, True], ids=repr)
 def test_recorded_corrupt_values(doc: Any) -> None:
-    recorded = store.recorded_from(doc, CELL_ID)
-    assert recorded == store.Recorded(None, None)
-    assert recorded.state is None
+    assert store.trusted_receipt(doc, CELL_ID) is None
+    assert store.recorded_attempt(doc) is None
 
 
 @pytest.mark.parametrize("attempt", [0, -1, True, False, 2.0, "3", None, [1]], ids=repr)
 def test_recorded_attempt_ignored_unless_positive_int(attempt: Any) -> None:
     doc = receipt("running", attempt=attempt)
-    recorded = store.recorded_from(doc, CELL_ID)
-    assert recorded.attempt is None
-    assert recorded.receipt == doc  # the receipt itself is still this cell's
+    assert store.recorded_attempt(doc) is None
+    assert store.trusted_receipt(doc, CELL_ID) is doc  # the receipt itself is still this cell's
+    trusted = view(doc)
+    assert trusted is not None and trusted.attempt is None
 
 
 def test_recorded_running_is_trusted() -> None:
     doc = receipt("running", attempt=1, started_at="2025-01-01T00:00:00Z")
-    assert store.recorded_from(doc, CELL_ID) == store.Recorded(doc, 1)
+    assert store.trusted_receipt(doc, CELL_ID) is doc
 
 
 def write_cell_json(out: Path, text: str) -> None:
@@ -233,11 +254,11 @@ def write_cell_json(out: Path, text: str) -> None:
 )
 def test_read_receipt_unreadable_or_corrupt(tmp_path: Path, text: str) -> None:
     write_cell_json(tmp_path, text)
-    assert store.read_receipt(tmp_path, CELL_ID) == store.Recorded(None, None)
+    assert store.read_cell_json(tmp_path, CELL_ID) == (None, None)
 
 
 def test_read_receipt_missing(tmp_path: Path) -> None:
-    assert store.read_receipt(tmp_path, CELL_ID) == store.Recorded(None, None)
+    assert store.read_cell_json(tmp_path, CELL_ID) == (None, None)
 
 
 def test_read_receipt_ok(tmp_path: Path) -> None:
@@ -246,9 +267,9 @@ def test_read_receipt_ok(tmp_path: Path) -> None:
         '{"schema": "brigade.eval_cell.v1", "cell_id": "%s", "state": "grader_error", '
         '"attempt": 3}' % CELL_ID,
     )
-    recorded = store.read_receipt(tmp_path, CELL_ID)
-    assert recorded.state == "grader_error"
-    assert recorded.attempt == 3
+    receipt, attempt = store.read_cell_json(tmp_path, CELL_ID)
+    assert receipt is not None and receipt["state"] == "grader_error"
+    assert attempt == 3
 
 
 # --- store.new_attempt -------------------------------------------------------
@@ -323,14 +344,15 @@ def test_recorded_attempt_without_folders(tmp_path: Path) -> None:
 
 
 def test_recorded_attempt_from_untrusted_receipt_counts(tmp_path: Path) -> None:
-    recorded = store.recorded_from(receipt("accepted", attempt=5), OTHER_ID)
-    assert store.new_attempt(tmp_path, CELL_ID, recorded.attempt) == 6
+    doc = receipt("accepted", attempt=5)
+    assert store.trusted_receipt(doc, OTHER_ID) is None
+    assert store.new_attempt(tmp_path, CELL_ID, store.recorded_attempt(doc)) == 6
 
 
 def test_ignored_recorded_attempt_falls_back_to_folders(tmp_path: Path) -> None:
     make(tmp_path, "attempt-002")
-    recorded = store.recorded_from(receipt("running", attempt=-4), CELL_ID)
-    assert store.new_attempt(tmp_path, CELL_ID, recorded.attempt) == 3
+    doc = receipt("running", attempt=-4)
+    assert store.new_attempt(tmp_path, CELL_ID, store.recorded_attempt(doc)) == 3
 
 
 def test_existing_target_is_skipped(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from brigade.core.plan import Plan, build_plan
+from brigade.core.receipts import views_of
 from brigade.core.stats import describe
 from brigade.core.summary import PARTIAL_LABEL, build_summary, count_states, empty_counts
 from brigade.inputs import schemas
@@ -84,7 +85,7 @@ def summarize(
     receipts: dict[str, dict[str, Any] | None],
     stale: dict[str, dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
-    summary = build_summary(plan, receipts, stale or {}, NOW)
+    summary = build_summary(plan, views_of(receipts), views_of(stale or {}), NOW)
     assert schemas.problems(summary, "brigade.eval_summary.v1") == []
     return summary
 
@@ -307,7 +308,8 @@ def test_empty_receipts(tmp_path: Path) -> None:
 
 
 def test_count_states() -> None:
-    assert count_states({"a": {"state": "accepted"}, "b": None, "c": {"state": "accepted"}}) == (
+    accepted = {"state": "accepted"}
+    assert count_states(views_of({"a": accepted, "b": None, "c": accepted})) == (
         counts(accepted=2, missing=1)
     )
     assert count_states({}) == empty_counts()

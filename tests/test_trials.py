@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brigade.core.plan import build_plan
+from brigade.core.receipts import ReceiptView, view_of, views_of
 from brigade.core.summary import build_summary
 from brigade.core.trials import (
     paired_difference,
@@ -164,14 +165,14 @@ def test_paired_difference_clips_and_needs_two_pairs() -> None:
     ],
 )
 def test_trial_kind(receipt, kind) -> None:
-    assert trial_kind(receipt) == kind
+    assert trial_kind(view_of(receipt)) == kind
 
 
-def r(state: str, score: float | None = None, reason: str | None = None) -> dict[str, Any]:
+def r(state: str, score: float | None = None, reason: str | None = None) -> ReceiptView:
     receipt: dict[str, Any] = {"state": state, "score": score}
     if reason:
         receipt["failure_reason"] = reason
-    return receipt
+    return ReceiptView.of(receipt)
 
 
 def test_trial_stats_per_seat_and_case() -> None:
@@ -348,7 +349,7 @@ def test_summary_carries_trial_stats_and_the_schema_stays_closed(tmp_path: Path)
         )
         for cell, state in zip(plan.cells, states, strict=True)
     }  # fmt: skip
-    summary = build_summary(plan, receipts, {}, "2025-01-02T03:04:05.678Z")
+    summary = build_summary(plan, views_of(receipts), {}, "2025-01-02T03:04:05.678Z")
     assert schemas.problems(summary, "brigade.eval_summary.v1") == []
     assert set(summary["trial_stats"]["by_seat"]) == {"a", "b"}
     assert summary["trial_stats"]["comparisons"][0]["seats"] == ["a", "b"]

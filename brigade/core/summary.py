@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from brigade.core.plan import Plan
+from brigade.core.receipts import ReceiptView
 from brigade.core.stats import describe
 from brigade.core.taxonomy import (
     COUNT_KEYS,
@@ -22,7 +23,8 @@ PARTIAL_LABEL = (
     "partial: scores of the graders that ran in grader_error cells; not part of the headline scores"
 )
 
-Receipts = Mapping[str, Mapping[str, Any] | None]
+# cell_id -> the view of its trusted receipt (None: no receipt)
+Receipts = Mapping[str, ReceiptView | None]
 
 
 def empty_counts() -> dict[str, int]:
@@ -30,8 +32,8 @@ def empty_counts() -> dict[str, int]:
     return {key: 0 for key in COUNT_KEYS}
 
 
-def _state(receipt: Mapping[str, Any] | None) -> str:
-    return receipt["state"] if receipt is not None else "missing"
+def _state(receipt: ReceiptView | None) -> str:
+    return receipt.state if receipt is not None else "missing"
 
 
 def count_states(receipts: Receipts) -> dict[str, int]:
@@ -66,25 +68,24 @@ def build_summary(
         seat.counts[state] += 1
         if receipt is None or state not in TERMINAL:
             continue
-        reason = receipt.get("failure_reason")
+        reason = receipt.failure_reason
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
         kind = measurement_kind(state, reason)
         if kind is not None:
             failures[kind] += 1
             seat.failures[kind] += 1
-        if receipt.get("duration_seconds") is not None:
-            seat.durations.append(receipt["duration_seconds"])
+        if receipt.duration_seconds is not None:
+            seat.durations.append(receipt.duration_seconds)
         if state == "grader_error":
             seat.partial.extend(
-                g["score"] for g in receipt.get("graders", []) if g["status"] == "scored"
+                score  # type: ignore[misc]  # a scored grader result has a score
+                for status, score in receipt.graders
+                if status == "scored"
             )
-        elif receipt.get("score") is not None:
-            seat.scores.append(receipt["score"])
-    bucket = exit_bucket(
-        (_state(receipts.get(c.cell_id)), (receipts.get(c.cell_id) or {}).get("failure_reason"))
-        for c in plan.cells
-    )
+        elif receipt.score is not None:
+            seat.scores.append(receipt.score)
+    bucket = exit_bucket(_exit_facts(receipts.get(c.cell_id)) for c in plan.cells)
     incomplete = counts["running"] + counts["missing"] > 0
     tallies = by_seat.values()
     return {
@@ -111,6 +112,10 @@ def build_summary(
         "exit_code": bucket,
         "outcome": outcome_name(bucket, incomplete),
     }
+
+
+def _exit_facts(receipt: ReceiptView | None) -> tuple[str | None, str | None]:
+    return (receipt.state, receipt.failure_reason) if receipt is not None else (None, None)
 
 
 def _failure_kinds() -> dict[str, int]:

@@ -9,9 +9,11 @@ performance. Every set of states the package uses is defined here, from `State`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from brigade.core.receipts import ReceiptView
 
 State = Literal[
     "accepted",
@@ -159,11 +161,11 @@ def is_real_failure(state: str | None, failure_reason: str | None) -> bool:
     return state == "rejected" or (state == "execution_error" and failure_reason != "timeout")
 
 
-def is_transient(receipt: Mapping[str, Any]) -> bool:
+def is_transient(receipt: ReceiptView) -> bool:
     """What --retry-transient re-runs: the measurement failures a new attempt may cure
     (adapter_error and timed-out execution_error; grader_error is re-graded instead)."""
-    state = receipt.get("state")
-    return state != "grader_error" and is_measurement_failure(state, receipt.get("failure_reason"))
+    state = receipt.state
+    return state != "grader_error" and is_measurement_failure(state, receipt.failure_reason)
 
 
 def exit_bucket(cells: Iterable[tuple[str | None, str | None]]) -> int:
@@ -184,7 +186,7 @@ def outcome_name(bucket: int, incomplete: bool) -> str:
     return {EXIT_CLEAN: "clean", EXIT_REJECTED: "rejected"}.get(bucket, "measurement_failure")
 
 
-def decide(receipt: Mapping[str, Any] | None, *, retry_transient: bool, reusable: bool) -> Action:
+def decide(receipt: ReceiptView | None, *, retry_transient: bool, reusable: bool) -> Action:
     """One row of the resume table (seeds/cell-identity-and-resume.md).
 
     - accepted / rejected / unscored / execution_error / adapter_error: skip,
@@ -194,8 +196,7 @@ def decide(receipt: Mapping[str, Any] | None, *, retry_transient: bool, reusable
       attempt, which reuses the seat run of a cell differing only in graders
       when there is one (`reusable`)
     """
-    state = receipt.get("state") if receipt is not None else None
-    state = state if isinstance(state, str) else None
+    state = receipt.state if receipt is not None else None
     if receipt is not None and state in UP_TO_DATE:
         if retry_transient and is_transient(receipt):
             return "run"
@@ -205,9 +206,9 @@ def decide(receipt: Mapping[str, Any] | None, *, retry_transient: bool, reusable
     return "reuse" if reusable else "run"
 
 
-def reusable_source(receipt: Mapping[str, Any] | None, *, retry_transient: bool) -> bool:
+def reusable_source(receipt: ReceiptView | None, *, retry_transient: bool) -> bool:
     """Whether a receipt's seat run may be graded for a cell differing only in graders."""
-    if receipt is None or receipt.get("state") not in TERMINAL:
+    if receipt is None or receipt.state not in TERMINAL:
         return False
     if retry_transient and is_transient(receipt):
         return False  # the user asked for transient faults to be run again

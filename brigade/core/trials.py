@@ -32,6 +32,7 @@ from functools import cache
 from statistics import NormalDist, fmean, stdev
 from typing import Any, Literal
 
+from brigade.core.receipts import ReceiptView
 from brigade.core.stats import stable_round
 from brigade.core.taxonomy import MEASUREMENT_KINDS, is_real_failure, measurement_kind
 
@@ -171,10 +172,10 @@ def paired_difference(
     return PairedDifference(m, mean, (max(-bound, mean - half), min(bound, mean + half)))
 
 
-def trial_kind(receipt: Mapping[str, Any] | None) -> TrialKind:
+def trial_kind(receipt: ReceiptView | None) -> TrialKind:
     """What a cell counts as in trial statistics (see the module docstring)."""
-    state = receipt.get("state") if receipt is not None else None
-    reason = receipt.get("failure_reason") if receipt is not None else None
+    state = receipt.state if receipt is not None else None
+    reason = receipt.failure_reason if receipt is not None else None
     if state == "accepted":
         return "accepted"
     if state == "unscored":
@@ -191,11 +192,11 @@ class Tally:
     kinds: dict[str, int] = field(default_factory=dict)
     scores: list[float] = field(default_factory=list)
 
-    def add(self, receipt: Mapping[str, Any] | None) -> None:
+    def add(self, receipt: ReceiptView | None) -> None:
         """Count one cell."""
         kind = trial_kind(receipt)
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
-        score = receipt.get("score") if receipt is not None else None
+        score = receipt.score if receipt is not None else None
         if kind in ("accepted", "failed") and isinstance(score, (int, float)):
             self.scores.append(float(score))
 
@@ -303,7 +304,7 @@ def _case_stats_cached(tally: Tally, seen: dict[tuple[Any, ...], dict[str, Any]]
     return seen[key]
 
 
-def trial_stats(cells: Iterable[tuple[str, str, Mapping[str, Any] | None]]) -> dict[str, Any]:
+def trial_stats(cells: Iterable[tuple[str, str, ReceiptView | None]]) -> dict[str, Any]:
     """summary.json's `trial_stats` from (seat, case_id, receipt or None) of every planned cell.
 
     `by_seat_case` is a list of records (seat, case, statistics), seats in plan

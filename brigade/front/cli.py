@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from brigade import __version__
 from brigade.core.plan import Plan, expand, plan_from_document
+from brigade.core.receipts import views_of
 from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, GRADEABLE
 from brigade.errors import BrigadeError, InputError
 from brigade.front.session import Options, grader_warnings, load_inputs, lock_output, plan_only
@@ -166,8 +167,8 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     )
     gradeable = []
     for cell in plan.cells:
-        receipt = store.read_receipt(out, cell.cell_id).receipt
-        if receipt and receipt["state"] in GRADEABLE:
+        receipt = store.read_receipt(out, cell.cell_id)
+        if receipt is not None and receipt["state"] in GRADEABLE:
             verify_output(ctx, receipt)
             gradeable.append((cell, receipt))
     changed = 0
@@ -348,7 +349,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         lock.acquire(out, wait=args.wait)  # the report's cache in the output directory
     plan = _load_plan(out)
     receipts = current_receipts(out, plan)
-    summary = summarize(out, plan, receipts)
+    summary = summarize(out, plan, views_of(receipts))
     report = build_report(out, plan, receipts, summary, workspace=_plan_workspace(plan))
     if args.json:
         json.dump(report_document(report), sys.stdout, indent=2, ensure_ascii=False)

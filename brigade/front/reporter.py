@@ -19,7 +19,7 @@ from brigade.core.plan import Plan
 from brigade.core.taxonomy import EXIT_MEASUREMENT, EXIT_UNUSABLE, exit_bucket
 from brigade.errors import BrigadeError
 from brigade.outdir import lock, store
-from brigade.outdir.results import current_receipts, summary_headline
+from brigade.outdir.results import current_views, summary_headline
 from brigade.run import proc
 
 # a task refused for bad input or tampering carries this prefix in its message
@@ -51,9 +51,10 @@ class RunInfo:
 
 def plan_bucket(out: Path, plan: Plan) -> int:
     """The exit bucket of the whole current plan as recorded on disk."""
-    receipts = current_receipts(out, plan)
+    views = current_views(out, plan)
     return exit_bucket(
-        (r["state"], r.get("failure_reason")) if r else (None, None) for r in receipts.values()
+        (view.state, view.failure_reason) if view is not None else (None, None)
+        for view in views.values()
     )
 
 
@@ -106,7 +107,8 @@ def make_reporter(info: RunInfo) -> type:
         def add_success(self, task: Any) -> None:
             cell_id = info.cell_tasks.get(task.name)
             if cell_id is not None:
-                state = store.read_receipt(info.out, cell_id).state
+                receipt = store.read_receipt(info.out, cell_id)
+                state = receipt["state"] if receipt is not None else None
                 if state != "running":  # else handed to the cluster: counted when collected
                     self._count(state)
             elif task.name == "summary":

@@ -11,14 +11,15 @@ import functools
 import gc
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
+from brigade.core.receipts import ReceiptView, view_of
 from brigade.core.specs import ExecutorKind, ExecutorSpec, Manifest, Roster
 from brigade.core.taxonomy import GRADED, Action, decide, reusable_source
 from brigade.errors import InputError
@@ -60,7 +61,8 @@ class Session:
     out: Path
     workspace: Path
     ctx: RunContext
-    recorded: dict[str, store.Seen] = field(default_factory=dict)
+    # cell_id -> the view of its trusted receipt (None: missing or untrusted)
+    recorded: dict[str, ReceiptView | None] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
     reuse: dict[str, str] = field(default_factory=dict)
     plan_key: str = ""
@@ -271,12 +273,12 @@ def scan(session: Session) -> None:
         for cell in session.plan.cells:
             cell_id = cell.cell_id
             if cell_id in present:
-                seen = read_receipt_indexed(out, cell_id, index, cells_fd)
+                view = read_receipt_indexed(out, cell_id, index, cells_fd)
             else:
-                seen = store.UNSEEN
-            recorded[cell_id] = seen
-            action = decide(seen.receipt, retry_transient=retry, reusable=False)
-            if action == "skip" and not output_intact(session, cell_id, seen.receipt, cells_fd):
+                view = None
+            recorded[cell_id] = view
+            action = decide(view, retry_transient=retry, reusable=False)
+            if action == "skip" and not output_intact(session, cell_id, view, cells_fd):
                 action = "regrade"  # its grade task verifies the output and refuses it
             actions[cell_id] = action
             if action == "run":
@@ -288,7 +290,7 @@ def scan(session: Session) -> None:
         source = sources.get(cell.run_key)
         if (
             source is not None
-            and decide(session.recorded[cell.cell_id].receipt, retry_transient=retry, reusable=True)
+            and decide(session.recorded[cell.cell_id], retry_transient=retry, reusable=True)
             == "reuse"
         ):
             session.reuse[cell.cell_id] = source
@@ -297,8 +299,8 @@ def scan(session: Session) -> None:
 
 def read_receipt_indexed(
     out: Path, cell_id: str, index: caches.Sidecar, cells_fd: int | None = None
-) -> store.Seen:
-    """A cell's receipt as a slim view, from the receipt index while cell.json's stat
+) -> ReceiptView | None:
+    """The view of a cell's trusted receipt, from the receipt index while cell.json's stat
     still matches (taken before the file is read), else from cell.json (indexed again).
 
     Run once per cell on every resume: kept to one stat, relative to `cells_fd`
@@ -309,25 +311,26 @@ def read_receipt_indexed(
         info = caches.stat_of(f"{out}/{store.CELLS_DIR}/{relative}")
     else:
         info = caches.stat_of(relative, cells_fd)
-    value = index.fresh(cell_id, info)
-    if type(value) is list and len(value) == 2:
-        raw, attempt = value
-        if raw is None:  # an untrusted receipt, as recorded
-            return store.Seen(None, attempt)
-        slim = raw if type(raw) is store.SlimReceipt else store.SlimReceipt.from_json(raw)
-        if slim is not None:
-            value[0] = slim  # parsed once per process
-            return store.Seen(slim, attempt)
-    recorded = store.recorded_from(store.read_json(out / store.CELLS_DIR / relative), cell_id, out)
-    slim = store.slim_receipt(recorded.receipt) if recorded.receipt is not None else None
-    index.record(cell_id, info, [slim, recorded.attempt])
-    return store.Seen(slim, recorded.attempt)
+    recorded = index.fresh(cell_id, info)
+    if recorded is None:  # an untrusted receipt, as recorded
+        return None
+    if type(recorded) is ReceiptView:  # (parsed earlier in this process)
+        return recorded
+    if recorded is not caches.MISS:
+        view = ReceiptView.from_json(recorded)
+        if view is not None:
+            index.parsed(cell_id, view)  # parsed once per process
+            return view
+    doc = store.read_json(out / store.CELLS_DIR / relative)
+    view = view_of(store.receipt_in(out, cell_id, doc))
+    index.record(cell_id, info, view)
+    return view
 
 
 def output_intact(
     session: Session,
     cell_id: str,
-    receipt: Mapping[str, Any] | None,
+    receipt: ReceiptView | None,
     cells_fd: int | None = None,
 ) -> bool:
     """Whether a graded cell's run/final.txt still has the recorded output_digest.
@@ -336,12 +339,12 @@ def output_intact(
     it (the output index), so a no-op resume costs one stat per cell (relative
     to `cells_fd`, the cells folder, when given).
     """
-    if receipt is None or receipt.get("state") not in GRADED:
+    if receipt is None or receipt.state not in GRADED:
         return True
-    expected, attempt = receipt.get("output_digest"), receipt.get("attempt")
+    expected, attempt = receipt.output_digest, receipt.attempt
     if not expected:
         return True
-    if type(attempt) is not int:
+    if attempt is None:
         return False
     if session.output_index is None:
         session.output_index = caches.Sidecar(session.out / store.OUTPUT_INDEX, caches.cache_key())
@@ -364,7 +367,7 @@ def save_indexes(session: Session) -> None:
     if session.output_index is not None:
         session.output_index.save()
     if session.receipt_index is not None:
-        session.receipt_index.save(default=store.SlimReceipt.to_json)
+        session.receipt_index.save()
 
 
 def indexes_changed(session: Session) -> bool:
@@ -384,8 +387,10 @@ def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str
     except OSError:
         return {}
     for name in names:
-        receipt = store.read_receipt(out, name).receipt
-        if not reusable_source(receipt, retry_transient=retry_transient) or receipt is None:
+        receipt = store.read_receipt(out, name)
+        if receipt is None or not reusable_source(
+            ReceiptView.of(receipt), retry_transient=retry_transient
+        ):
             continue
         try:
             payload = identity_payload(

@@ -20,6 +20,7 @@ from doit import create_after
 from doit.exceptions import TaskFailed
 
 from brigade.core.plan import Cell, Plan
+from brigade.core.receipts import ReceiptView
 from brigade.core.specs import ExecutorKind
 from brigade.core.taxonomy import Action
 from brigade.errors import BrigadeError, EnvironmentProblem
@@ -67,7 +68,7 @@ def finalize(
     out: Path,
     plan: Plan,
     workspace: Path,
-    known: Mapping[str, Mapping[str, Any] | None],
+    known: Mapping[str, ReceiptView | None],
     plan_key: str = "",
     untouched: bool = False,
 ) -> TaskFailed | None:
@@ -147,8 +148,8 @@ class Selection:
     own: list[CellTask] = field(default_factory=list)
     # finished cells sharing the one `cell:finished` task: how many of each recorded state
     collected: Counter[str] = field(default_factory=Counter)
-    # cell_id -> the receipt (as read under the lock) of every cell up to date
-    unchanged: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    # cell_id -> the view of the receipt (as read under the lock) of every cell up to date
+    unchanged: dict[str, ReceiptView | None] = field(default_factory=dict)
     regrade: list[Cell] = field(default_factory=list)  # cells whose grade task re-grades
     # no cell runs and no receipt changed since the last run: its summary still holds
     untouched: bool = False
@@ -156,7 +157,7 @@ class Selection:
 
 def select(
     plan: Plan,
-    recorded: Mapping[str, store.Seen],
+    recorded: Mapping[str, ReceiptView | None],
     actions: Mapping[str, Action],
     *,
     always: bool,
@@ -175,16 +176,17 @@ def select(
     chosen = Selection()
     for cell in plan.cells:
         cell_id = cell.cell_id
-        seen = recorded[cell_id]
+        view = recorded[cell_id]
+        state = view.state if view is not None else None
         action: Action = "run" if always else actions[cell_id]
         if action == "skip":
-            chosen.unchanged[cell_id] = seen.receipt
+            chosen.unchanged[cell_id] = view
             if share and cell_task_name(cell.coordinate) not in named:
-                chosen.collected[seen.state or "missing"] += 1
+                chosen.collected[state or "missing"] += 1
                 continue
         elif action == "regrade":
             chosen.regrade.append(cell)
-        chosen.own.append(CellTask(cell, action, seen.state))
+        chosen.own.append(CellTask(cell, action, state))
     chosen.untouched = (
         plan_is_current
         and not receipts_changed

@@ -132,6 +132,10 @@ class Sidecar:
             self.entries[name] = entry
             self.changed = True
 
+    def parsed(self, name: str, value: Any) -> None:
+        """Keep a fresh entry's value in its parsed form (it saves as the same JSON)."""
+        self.entries[name][1] = value
+
     def forget(self, name: str) -> None:
         """Stop vouching for `name`."""
         if self.entries.pop(name, None) is not None:

@@ -34,10 +34,11 @@ from brigade.core.projection import (
     project_receipt,
     project_summary,
 )
+from brigade.core.receipts import ReceiptView
 from brigade.errors import EnvironmentProblem, InputError
 from brigade.inputs import schemas
 from brigade.outdir import caches, legacy, store
-from brigade.outdir.results import current_receipts
+from brigade.outdir.results import current_views
 
 
 @dataclass(frozen=True)
@@ -135,11 +136,6 @@ def _mark(dest: Path) -> None:
         store.write_json(dest / MARKER_FILE, marker, MARKER_SCHEMA, sync_dir=False)
 
 
-def _stamp(receipt: Mapping[str, Any]) -> str:
-    """Changes whenever a receipt is rewritten with new content (run, regrade)."""
-    return f"{receipt.get('attempt')}|{receipt.get('state')}|{receipt.get('graded_at')}"
-
-
 EXPORT_STATE = ".export-state"  # a cache folder: one sidecar per export destination
 
 
@@ -176,15 +172,16 @@ def export(
     plan: Plan,
     dest: Path | None = None,
     workspace: Path | None = None,
-    receipts: Mapping[str, Mapping[str, Any] | None] | None = None,
+    views: Mapping[str, ReceiptView | None] | None = None,
     summary_unchanged: bool = False,
     secrets: Secrets | None = None,
 ) -> ExportResult:
     """Write the projection of the current plan's results to `dest` and check it for leaks.
 
-    Only cells whose receipt changed since the last export are projected again;
-    every file in `dest` that is new or changed since it was last checked is
-    checked (so a file planted there is always caught).
+    Only cells whose receipt changed since the last export (by the stamp of its
+    view) are projected again, from their full receipt; every file in `dest`
+    that is new or changed since it was last checked is checked (so a file
+    planted there is always caught).
     """
     out = out.absolute()
     own = out / store.EXPORT_DIR
@@ -192,7 +189,7 @@ def export(
     _claim(out, dest, dest == own)
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     state = _state(out, dest, _projection_key(out, secrets))
-    receipts = receipts if receipts is not None else current_receipts(out, plan)
+    views = views if views is not None else current_views(out, plan)
     written: dict[str, str] = {}  # relative name -> stamp
     plan_info = caches.stat_of(out / store.PLAN_FILE)  # before plan.json is read
     plan_stamp = f"plan {caches.stat_key(plan_info) if plan_info is not None else None}"
@@ -234,22 +231,20 @@ def export(
     cells_text = f"{dest}/{store.CELLS_DIR}"
     out_text = str(out)
     with store.opened_folder(cells_text) as cells_fd:
-        for cell_id, receipt in receipts.items():
-            if receipt is None:
+        for cell_id, view in views.items():
+            if view is None:
                 continue
             name = f"{store.CELLS_DIR}/{cell_id}.json"
-            stamp = _stamp(receipt)
+            stamp = view.stamp()
             exported = f"{cell_id}.json"
             if cells_fd is not None and state.fresh_file(name, exported, cells_fd) == stamp:
                 written[name] = stamp
                 verified.add(name)
                 continue
-            # a slim view from the receipt index lacks what is exported: read the whole receipt
-            full = (
-                receipt if isinstance(receipt, dict) else store.read_receipt(out, cell_id).receipt
-            )
+            full = store.read_receipt(out, cell_id)  # what is exported: the whole receipt
             if full is None:
                 continue
+            stamp = ReceiptView.of(full).stamp()
             target = Path(f"{cells_text}/{cell_id}.json")
             _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
             written[name] = stamp

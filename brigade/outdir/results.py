@@ -8,20 +8,32 @@ from typing import Any
 
 from brigade.core.clock import utc_now
 from brigade.core.plan import PLAN_SCHEMA, Plan
+from brigade.core.receipts import ReceiptView, view_of
 from brigade.errors import InputError
 from brigade.outdir import caches, legacy, store
 
-Receipts = dict[str, Mapping[str, Any] | None]  # full receipts, or slim views of them
+# cell_id -> a trusted receipt in full / its view (None: missing or untrusted)
+Receipts = dict[str, dict[str, Any] | None]
+Views = dict[str, ReceiptView | None]
 # above this many cells summary.json is written compact and validated by sample
 LARGE_PLAN = 1000
 
 
-def current_receipts(
-    out: Path, plan: Plan, known: Mapping[str, Mapping[str, Any] | None] | None = None
-) -> Receipts:
-    """cell_id -> trusted receipt (None when missing or untrusted) for every planned cell.
+def current_receipts(out: Path, plan: Plan) -> Receipts:
+    """cell_id -> trusted receipt in full (None when missing or untrusted), every planned cell."""
+    present = store.existing_cells(out)
+    return {
+        cell.cell_id: store.read_receipt(out, cell.cell_id) if cell.cell_id in present else None
+        for cell in plan.cells
+    }
 
-    `known` receipts (read earlier, unchanged since) are used instead of re-reading.
+
+def current_views(
+    out: Path, plan: Plan, known: Mapping[str, ReceiptView | None] | None = None
+) -> Views:
+    """cell_id -> the view of its trusted receipt (None when missing or untrusted).
+
+    `known` views (read under this lock, unchanged since) are used instead of re-reading.
     """
     known = known or {}
     if all(cell.cell_id in known for cell in plan.cells):
@@ -30,32 +42,32 @@ def current_receipts(
     return {
         cell.cell_id: known[cell.cell_id]
         if cell.cell_id in known
-        else (store.read_receipt(out, cell.cell_id).receipt if cell.cell_id in present else None)
+        else (view_of(store.read_receipt(out, cell.cell_id)) if cell.cell_id in present else None)
         for cell in plan.cells
     }
 
 
-def stale_receipts(out: Path, plan: Plan) -> Receipts:
-    """previous cell_id -> receipt for every stale cell of the plan."""
+def stale_views(out: Path, plan: Plan) -> Views:
+    """previous cell_id -> the view of its receipt, for every stale cell of the plan."""
     return {
-        entry["previous_cell_id"]: store.read_receipt(out, entry["previous_cell_id"]).receipt
+        entry["previous_cell_id"]: view_of(store.read_receipt(out, entry["previous_cell_id"]))
         for entry in plan.stale_cells
     }
 
 
-def summarize(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
+def summarize(out: Path, plan: Plan, views: Views | None = None) -> dict[str, Any]:
     """The summary document of a plan as recorded on disk."""
     from brigade.core.summary import build_summary  # not needed by a no-op resume
 
-    receipts = receipts if receipts is not None else current_receipts(out, plan)
-    return build_summary(plan, receipts, stale_receipts(out, plan), utc_now())
+    views = views if views is not None else current_views(out, plan)
+    return build_summary(plan, views, stale_views(out, plan), utc_now())
 
 
-def write_summary(out: Path, plan: Plan, receipts: Receipts | None = None) -> dict[str, Any]:
+def write_summary(out: Path, plan: Plan, views: Views | None = None) -> dict[str, Any]:
     """Compute and atomically write summary.json."""
     from brigade.core.summary import SUMMARY_SCHEMA
 
-    summary = summarize(out, plan, receipts)
+    summary = summarize(out, plan, views)
     large = len(plan.cells) > LARGE_PLAN
     store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA, sample=large, compact=large)
     return summary

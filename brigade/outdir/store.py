@@ -13,12 +13,10 @@ import errno
 import json
 import os
 import re
-import sys
 import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.taxonomy import STATES
@@ -30,7 +28,7 @@ PLAN_FILE = "plan.json"
 PLAN_INDEX = ".plan-index.json"
 # a cache: the stat of each run/final.txt whose digest was verified
 OUTPUT_INDEX = ".output-index.json"
-# a cache: each cell.json's stat and the slim view of what it says
+# a cache: each cell.json's stat and the view of what it says (core/receipts.ReceiptView)
 RECEIPT_INDEX = ".receipt-index.json"
 SUMMARY_FILE = "summary.json"
 RECEIPT_FILE = "cell.json"
@@ -264,47 +262,44 @@ def file_digest(path: Path | str) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """What cell.json says about a cell, as far as it can be trusted."""
-
-    receipt: dict[str, Any] | None  # None: missing, unreadable, corrupt or not this cell's
-    attempt: int | None  # the recorded attempt number when it is a positive int
-
-    @property
-    def state(self) -> str | None:
-        """The recorded state, None when there is no trustworthy receipt."""
-        return self.receipt["state"] if self.receipt is not None else None
-
-
-def recorded_from(doc: Any, cell_id: str, out: Path | None = None) -> Recorded:
-    """Interpret a parsed cell.json for `cell_id` (pure).
-
-    With `out`, a trusted receipt is viewed in this output directory's terms
-    (legacy.receipt_view): what a receipt of the original tool lacks is derived,
-    and a run folder recorded elsewhere is the attempt's in the cell's own folder.
-    """
-    if not isinstance(doc, dict):
-        return Recorded(None, None)
-    attempt = doc.get("attempt")
-    attempt = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
-    attempt = attempt if attempt is not None and attempt > 0 else None
-    trusted = (
-        doc.get("schema") == CELL_SCHEMA
+def trusted_receipt(doc: Any, cell_id: str) -> dict[str, Any] | None:
+    """A parsed cell.json when it is a receipt of `cell_id` brigade can trust, else None
+    (pure): its schema tag, the cell's own id and a known state."""
+    if (
+        isinstance(doc, dict)
+        and doc.get("schema") == CELL_SCHEMA
         and doc.get("cell_id") == cell_id
         and doc.get("state") in STATES
+    ):
+        return doc
+    return None
+
+
+def recorded_attempt(doc: Any) -> int | None:
+    """The attempt number a parsed cell.json records, when it is a positive int (pure).
+
+    Counted even from an untrusted receipt, so attempt numbers never go backwards.
+    """
+    attempt = doc.get("attempt") if isinstance(doc, dict) else None
+    return attempt if type(attempt) is int and attempt > 0 else None
+
+
+def receipt_in(out: Path, cell_id: str, doc: Any) -> dict[str, Any] | None:
+    """A parsed cell.json of `out` as a trusted receipt in this output directory's terms
+    (legacy.receipt_view: what a receipt of the original tool lacks is derived, and a
+    run folder recorded elsewhere is the attempt's in the cell's own folder); None when
+    it is not one to trust."""
+    receipt = trusted_receipt(doc, cell_id)
+    if receipt is None:
+        return None
+    attempt = recorded_attempt(receipt)
+    base = os.path.abspath(out)
+    local = (
+        f"{base}/{CELLS_DIR}/{cell_id}/{ATTEMPTS_DIR}/{attempt_name(attempt)}/{RUN_DIR}"
+        if attempt is not None
+        else None
     )
-    if not trusted:
-        return Recorded(None, attempt)
-    if out is not None:
-        base = os.path.abspath(out)
-        local = (
-            f"{base}/{CELLS_DIR}/{cell_id}/{ATTEMPTS_DIR}/{attempt_name(attempt)}/{RUN_DIR}"
-            if attempt is not None
-            else None
-        )
-        doc = legacy.receipt_view(doc, base, local)
-    return Recorded(doc, attempt)
+    return legacy.receipt_view(receipt, base, local)
 
 
 @contextlib.contextmanager
@@ -337,136 +332,20 @@ def existing_cells(out: Path) -> set[str]:
         return set()
 
 
-# what a receipt says about its cell's outcome, without its identity and details
-SLIM_KEYS = (
-    "cell_id",
-    "state",
-    "attempt",
-    "started_at",
-    "finished_at",
-    "graded_at",
-    "exit_code",
-    "duration_seconds",
-    "score",
-    "output_digest",
-    "failure_reason",
-)
-_SLIM_POSITION = {key: position for position, key in enumerate(SLIM_KEYS)}
-_OPTIONAL = frozenset({"failure_reason"})  # absent, not null, when it does not apply
-
-
-class SlimReceipt(Mapping[str, Any]):
-    """A receipt's outcome fields as a read-only mapping, compact in memory.
-
-    A no-op resume of 100,000 cells holds one per cell: a tuple instead of a
-    dict of a dozen keys keeps that to a fraction of the memory.
-    """
-
-    __slots__ = ("_values", "_graders")
-
-    def __init__(self, values: tuple[Any, ...], graders: tuple[tuple[Any, Any], ...]) -> None:
-        self._values = values
-        self._graders = graders
-
-    @classmethod
-    def of(cls, receipt: Mapping[str, Any]) -> SlimReceipt:
-        """The slim view of a full receipt."""
-        state = receipt.get("state")
-        values = tuple(
-            sys.intern(state) if key == "state" and isinstance(state, str) else receipt.get(key)
-            for key in SLIM_KEYS
-        )
-        graders = tuple((g.get("status"), g.get("score")) for g in receipt.get("graders", []))
-        return cls(values, graders)
-
-    @classmethod
-    def from_json(cls, data: Any) -> SlimReceipt | None:
-        """From the receipt index's [values, graders] form; None when malformed."""
-        if type(data) is not list or len(data) != 2:
-            return None
-        values, graders = data
-        if type(values) is not list or len(values) != len(SLIM_KEYS) or type(graders) is not list:
-            return None
-        if any(type(g) is not list or len(g) != 2 for g in graders):
-            return None
-        if type(values[1]) is str:
-            values[1] = sys.intern(values[1])
-        return cls(tuple(values), tuple(map(tuple, graders)))
-
-    def to_json(self) -> list[Any]:
-        """The receipt index's form."""
-        return [list(self._values), [list(g) for g in self._graders]]
-
-    def __getitem__(self, key: str) -> Any:
-        if key == "graders":
-            return [{"status": status, "score": score} for status, score in self._graders]
-        if key == "slim":
-            return True
-        position = _SLIM_POSITION.get(key)
-        if position is None:
-            raise KeyError(key)
-        value = self._values[position]
-        if value is None and key in _OPTIONAL:
-            raise KeyError(key)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        for key, value in zip(SLIM_KEYS, self._values, strict=True):
-            if value is not None or key not in _OPTIONAL:
-                yield key
-        yield "graders"
-        yield "slim"
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __bool__(self) -> bool:
-        return True  # never empty; `receipt or {}` must not count its keys
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """Like dict.get, without the exception round trip of Mapping.get."""
-        position = _SLIM_POSITION.get(key)
-        if position is not None:
-            value = self._values[position]
-            return default if value is None and key in _OPTIONAL else value
-        if key in ("graders", "slim"):
-            return self[key]
-        return default
-
-
-def slim_receipt(receipt: Mapping[str, Any]) -> SlimReceipt:
-    """The outcome of a receipt: enough to decide, summarise and stamp it (not to export it)."""
-    return SlimReceipt.of(receipt)
-
-
-class Seen(NamedTuple):
-    """A cell's receipt as seen at load time: in full, or its slim view from the index.
-
-    (A named tuple: one is built per cell on every resume.)
-    """
-
-    receipt: Mapping[str, Any] | None
-    attempt: int | None
-
-    @property
-    def state(self) -> str | None:
-        """The recorded state, None when there is no trustworthy receipt."""
-        return self.receipt["state"] if self.receipt is not None else None
-
-
-UNSEEN = Seen(None, None)
-
-
-NOTHING = Recorded(None, None)
-
-
-def read_receipt(out: Path, cell_id: str) -> Recorded:
-    """The recorded receipt of a cell; a cell.json naming another cell, or read through a
-    cell folder that is a symbolic link (into who knows where), is never trusted."""
+def read_cell_json(out: Path, cell_id: str) -> tuple[dict[str, Any] | None, int | None]:
+    """A cell's trusted receipt in full (None when there is none) and the attempt number its
+    cell.json records. A cell.json naming another cell, or read through a cell folder
+    that is a symbolic link (into who knows where), is never trusted."""
     base = cell_dir(out, cell_id)
     if os.path.islink(base):
-        return NOTHING
-    return recorded_from(read_json(base / RECEIPT_FILE), cell_id, out)
+        return None, None
+    doc = read_json(base / RECEIPT_FILE)
+    return receipt_in(out, cell_id, doc), recorded_attempt(doc)
+
+
+def read_receipt(out: Path, cell_id: str) -> dict[str, Any] | None:
+    """A cell's trusted receipt in full, None when there is none (see read_cell_json)."""
+    return read_cell_json(out, cell_id)[0]
 
 
 def attempt_numbers(cell_path: Path) -> list[int]:

@@ -27,6 +27,7 @@ from brigade.core.projection import (
     project_receipt,
     project_summary,
 )
+from brigade.core.receipts import ReceiptView
 from brigade.outdir import caches, store
 from brigade.outdir.export import secrets_for
 from brigade.outdir.results import current_receipts
@@ -54,7 +55,7 @@ GRADER_FIELDS = ("grader_id", "status", "score", "detail")
 def report_cells(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, Mapping[str, Any] | None],
+    receipts: Mapping[str, dict[str, Any] | None],
     secrets: Secrets,
 ) -> list[ReportCell]:
     """Every planned cell, from its projected receipt (a stand-in for cells with none).
@@ -105,7 +106,7 @@ class Report:
 def build_report(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, Mapping[str, Any] | None],
+    receipts: Mapping[str, dict[str, Any] | None],
     summary: Mapping[str, Any],
     *,
     workspace: Path | None = None,
@@ -237,7 +238,7 @@ def untouched(
 
 
 def _inputs_key(
-    plan: Plan, receipts: Mapping[str, Mapping[str, Any] | None], summary: Mapping[str, Any]
+    plan: Plan, views: Mapping[str, ReceiptView | None], summary: Mapping[str, Any]
 ) -> str:
     """Changes whenever the report could with the same code: plan, any receipt rewritten,
     stale counts (the code is in the state's key)."""
@@ -245,11 +246,13 @@ def _inputs_key(
     head = [summary["name"], summary["manifest_digest"], summary["stale_counts"]]
     digest.update(json.dumps(head, sort_keys=True).encode())
     for cell in plan.cells:
-        receipt = receipts.get(cell.cell_id) or {}
-        stamp = (
-            f"{cell.cell_id}|{cell.coordinate}|{receipt.get('attempt')}|{receipt.get('state')}|"
-            f"{receipt.get('started_at')}|{receipt.get('finished_at')}|{receipt.get('graded_at')}\n"
+        view = views.get(cell.cell_id)
+        seen = (
+            (view.attempt, view.state, view.started_at, view.finished_at, view.graded_at)
+            if view is not None
+            else (None,) * 5
         )
+        stamp = f"{cell.cell_id}|{cell.coordinate}|{'|'.join(map(str, seen))}\n"
         digest.update(stamp.encode())
     return digest.hexdigest()
 
@@ -257,26 +260,32 @@ def _inputs_key(
 def write_report(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, Mapping[str, Any] | None],
+    views: Mapping[str, ReceiptView | None],
     summary: Mapping[str, Any],
     *,
     workspace: Path | None = None,
     secrets: Secrets | None = None,
+    receipts: Mapping[str, dict[str, Any] | None] | None = None,
 ) -> ReportResult:
-    """Write <out>/report/junit.xml and <out>/report/index.html and check them for leaks."""
+    """Write <out>/report/junit.xml and <out>/report/index.html and check them for leaks.
+
+    Nothing is rendered while both files are as written from the same inputs
+    (the views' stamps); otherwise the full `receipts` (read from the output
+    directory unless given) are rendered: the report shows details views lack.
+    """
     out = out.absolute()
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     folder = out / REPORT_DIR
     junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
     checked = _checked(out, secrets)
-    inputs = _inputs_key(plan, receipts, summary)
+    inputs = _inputs_key(plan, views, summary)
     if all(
         _field(checked.fresh_file(str(path), path), "inputs") == inputs
         for path in (junit, html_file)
     ):
         return ReportResult(files=(junit, html_file), leaks=())
-    if any(r is not None and not isinstance(r, dict) for r in receipts.values()):
-        receipts = current_receipts(out, plan)  # the report shows details slim views lack
+    if receipts is None:
+        receipts = current_receipts(out, plan)
     report = build_report(out, plan, receipts, summary, secrets=secrets)
     return _write(out, report, [junit, html_file], checked, inputs)
 

@@ -216,7 +216,7 @@ def read_record(
     diffed against its base commit there.
     """
     cell_dir = store.cell_dir(out, cell.cell_id)
-    receipt = store.read_receipt(out, cell.cell_id).receipt
+    receipt = store.read_receipt(out, cell.cell_id)
     attempts = _attempts(cell_dir, receipt)
     attempt = receipt.get("attempt") if receipt is not None else None
     run_dir = store.run_dir(out, cell.cell_id, attempt) if isinstance(attempt, int) else None

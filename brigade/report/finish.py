@@ -14,10 +14,11 @@ from typing import Any
 
 from brigade.core.plan import Plan, plan_key
 from brigade.core.projection import Leak
+from brigade.core.receipts import ReceiptView
 from brigade.outdir import store
 from brigade.outdir.export import ExportResult, export, secrets_for
 from brigade.outdir.results import (
-    current_receipts,
+    current_views,
     remember_summary,
     summary_current,
     write_summary,
@@ -40,14 +41,14 @@ def finish_run(
     plan: Plan,
     workspace: Path,
     *,
-    known: Mapping[str, Mapping[str, Any] | None] | None = None,
+    known: Mapping[str, ReceiptView | None] | None = None,
     key: str | None = None,
     untouched: bool = False,
 ) -> Finished:
     """Write summary.json, the export and the reports; check both for leaks; record the key.
 
-    `known` holds receipts read under this lock and unchanged since; the others
-    are read again. `key` is the plan's key (computed from the plan when not
+    `known` holds the views of receipts read under this lock and unchanged
+    since; the others are read again. `key` is the plan's key (computed from the plan when not
     given). `untouched`: no cell ran and no receipt changed since the last
     finish, so a summary.json written for this plan still holds; only the
     leak checks run, and files changed since they were checked.
@@ -55,17 +56,17 @@ def finish_run(
     # every other writer of this run is done: temp files left in the top folder by an
     # interrupted earlier run (summary, indexes, plan) are nobody's now
     store.remove_stale_temps(out)
-    receipts = current_receipts(out, plan, known)
+    views = current_views(out, plan, known)
     key = key if key is not None else plan_key(plan)
     same = untouched and summary_current(out, key)
     summary: dict[str, Any] | None = None
     if not same:
-        summary = write_summary(out, plan, receipts)
+        summary = write_summary(out, plan, views)
         remember_summary(out, key, summary)
     # one set of secrets (and one matcher over them) for the export and the report
     secrets = secrets_for(out.absolute(), plan, workspace)
     exported = export(
-        out, plan, workspace=workspace, receipts=receipts, summary_unchanged=same, secrets=secrets
+        out, plan, workspace=workspace, views=views, summary_unchanged=same, secrets=secrets
     )
     # report/junit.xml and report/index.html leave the output directory too: same check
     leaks = list(exported.leaks)
@@ -73,8 +74,8 @@ def finish_run(
         shown = summary
         if shown is None:
             on_disk = store.read_json(out / store.SUMMARY_FILE)
-            shown = on_disk if isinstance(on_disk, dict) else write_summary(out, plan, receipts)
-        written = write_report(out, plan, receipts, shown, workspace=workspace, secrets=secrets)
+            shown = on_disk if isinstance(on_disk, dict) else write_summary(out, plan, views)
+        written = write_report(out, plan, views, shown, workspace=workspace, secrets=secrets)
         leaks += written.leaks
     return Finished(summary=summary, export=exported, leaks=tuple(leaks))
 

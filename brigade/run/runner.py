@@ -15,6 +15,7 @@ from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell
 from brigade.core.projection import Secrets, make_secrets, scrub_text
+from brigade.core.receipts import view_of
 from brigade.core.taxonomy import (
     GRADEABLE,
     RunFacts,
@@ -81,23 +82,23 @@ def bring_up_to_date(
     executor) the seat run is handed over after the `running` receipt is
     written, and recorded by whoever collects it.
     """
-    recorded = store.read_receipt(ctx.out, cell.cell_id)
+    receipt, recorded_attempt = store.read_cell_json(ctx.out, cell.cell_id)
     source = _usable_source(ctx, reuse_from) if reuse_from and not always else None
     action = (
         "run"
         if always
         else decide(
-            recorded.receipt, retry_transient=ctx.retry_transient, reusable=source is not None
+            view_of(receipt), retry_transient=ctx.retry_transient, reusable=source is not None
         )
     )
     if action in ("skip", "regrade"):
         return action
-    crashed = recorded.state == "running"
+    crashed = receipt is not None and receipt["state"] == "running"
     if crashed:
-        _end_crashed_seat(ctx.out, cell, recorded.attempt)
-        _remove_crash_leftovers(ctx.out, cell.cell_id, recorded.attempt)
-    started_at = recorded.receipt["started_at"] if crashed and recorded.receipt else utc_now()
-    attempt = store.new_attempt(ctx.out, cell.cell_id, recorded.attempt)
+        _end_crashed_seat(ctx.out, cell, recorded_attempt)
+        _remove_crash_leftovers(ctx.out, cell.cell_id, recorded_attempt)
+    started_at = receipt["started_at"] if receipt is not None and crashed else utc_now()
+    attempt = store.new_attempt(ctx.out, cell.cell_id, recorded_attempt)
     store.write_receipt(ctx.out, running_receipt(ctx, cell, attempt, started_at))
     reused = None
     if source is not None:
@@ -382,7 +383,7 @@ def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
     A stored output whose digest no longer matches its receipt is refused
     (TamperedOutput, exit 2) whatever the cell's state.
     """
-    receipt = store.read_receipt(ctx.out, cell.cell_id).receipt
+    receipt = store.read_receipt(ctx.out, cell.cell_id)
     if receipt is None or receipt["state"] not in GRADEABLE:
         return "skip"
     verify_output(ctx, receipt)
@@ -393,8 +394,7 @@ def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
 
 
 def _usable_source(ctx: RunContext, source_id: str) -> dict[str, Any] | None:
-    recorded = store.read_receipt(ctx.out, source_id)
-    receipt = recorded.receipt
+    receipt = store.read_receipt(ctx.out, source_id)
     if receipt is None or receipt.get("state") == "running":
         return None
     try:
