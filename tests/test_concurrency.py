@@ -1,0 +1,45 @@
+"""Reliability: concurrent runs on one output directory.
+
+The output directory must always be consistent: a receipt is whole or absent, an
+attempt number is never reused, a seat's output is never attributed to another
+cell, and resuming after any interruption ends where an uninterrupted run ends.
+End-to-end tests run the real `doit` and `brigade`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Project, wait_for
+from reliability import ANSWER_ID, launched, one_line, start_brigade_run, tree_snapshot
+
+# ---------------------------------------------------------------------------------------
+# 7: concurrency
+# ---------------------------------------------------------------------------------------
+
+
+def test_second_run_on_one_output_dir_is_refused_and_writes_nothing(
+    project: Project, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    project.write_manifest([{"id": "b", "prompt": "x"}])
+    assert project.doit().returncode == 0  # doit's DB exists: a refused run must not touch it
+    project.write_manifest(
+        [{"id": "b", "prompt": "x"}, {"id": "slow", "prompt": f"block: {release}\n{ANSWER_ID}"}]
+    )
+    first = start_brigade_run(project)
+    try:
+        wait_for(lambda: len(launched(project)) == 2, what="first run's seat started")
+        before = tree_snapshot(project.out)
+        db_written = (project.out / ".doit.db").stat().st_mtime_ns
+        regrade = project.brigade("regrade", str(project.out))
+        for second in (project.doit(), project.run(), project.doit("-n", "4"), regrade):
+            assert second.returncode == 2
+            assert f"pid {first.pid}" in one_line(second.stderr)
+        assert tree_snapshot(project.out) == before
+        assert (project.out / ".doit.db").stat().st_mtime_ns == db_written
+    finally:
+        release.touch()
+        _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert len(launched(project)) == 2

@@ -1,0 +1,161 @@
+"""run/runner.py (the cell lifecycle) and run/seat.py (one seat run), in process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import BATTERY_STATES, Project
+
+from brigade.adapters.base import SeatRequest
+from brigade.core.plan import Cell
+from brigade.errors import TamperedOutput
+from brigade.front.session import Options, Session, open_session
+from brigade.inputs import schemas
+from brigade.outdir import store
+from brigade.outdir.planfile import write_plan
+from brigade.run import runner, seat
+
+
+def opened(project: Project, **extra: object) -> Session:
+    return open_session(
+        Options(
+            manifest=project.manifest,
+            roster=project.roster,
+            out=project.out,
+            workspace=project.workspace,
+            **extra,  # type: ignore[arg-type]
+        )
+    )
+
+
+def cell_at(session: Session, coordinate: str) -> Cell:
+    return next(cell for cell in session.plan.cells if cell.coordinate == coordinate)
+
+
+def test_bringing_cells_up_to_date_in_process(
+    battery: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_AGENT_LOG", str(battery.log))  # the seats count their launches
+    session = opened(battery)
+    write_plan(session.out, session.plan, session.plan_key)
+    for cell in session.plan.cells:
+        assert runner.bring_up_to_date(session.ctx, cell) == "run"
+    assert battery.states() == BATTERY_STATES
+    # decided again from disk: finished cells are left alone
+    assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "skip"
+    assert battery.launches() == 5
+    # always: a new attempt whatever the receipt says
+    cell = cell_at(session, "ok:agent:1")
+    assert runner.bring_up_to_date(session.ctx, cell, always=True) == "run"
+    assert battery.receipt("ok:agent:1")["attempt"] == 2
+    assert sorted(store.attempt_numbers(store.cell_dir(battery.out, cell.cell_id))) == [1, 2]
+
+
+def test_a_crashed_cell_keeps_its_start_and_gets_a_new_attempt(finished_battery: Project) -> None:
+    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    receipt = json.loads(path.read_text())
+    running = {**receipt, "state": "running"}  # as a run killed mid-way leaves it
+    path.write_text(json.dumps(running))
+    session = opened(finished_battery)
+    assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "run"
+    again = finished_battery.receipt("ok:agent:1")
+    assert (again["state"], again["attempt"]) == ("accepted", 2)
+    assert again["started_at"] == receipt["started_at"]
+
+
+def test_every_run_document_has_the_same_keys(finished_battery: Project) -> None:
+    """One builder writes run.json, whether the seat ran or never launched."""
+    ran = json.loads(
+        (Path(finished_battery.receipt("ok:agent:1")["run_dir"]) / "run.json").read_text()
+    )
+    session = opened(finished_battery)
+    cell = cell_at(session, "ok:agent:1")
+    job = seat.seat_job(cell, 9)
+    rdir = finished_battery.root / "scratch"
+    rdir.mkdir()
+    lost = seat.unlaunched_run(job, rdir, finished_battery.workspace, "lost", "transport_error")
+    assert sorted(lost.run_doc) == sorted(ran)
+    assert schemas.problems(lost.run_doc, seat.RUN_SCHEMA) == []
+    assert (lost.run_doc["status"], lost.run_doc["failure_detail"]) == ("not_launched", "lost")
+    assert (rdir / seat.STDERR).read_text() == "brigade: lost\n"
+    written = seat.record_run(rdir, lost)
+    assert json.loads((rdir / seat.RUN_RECORD).read_text()) == written
+    results = json.loads((rdir / seat.WORKER_RESULTS).read_text())["results"]
+    assert results[0]["ok"] is False
+
+
+def test_the_seat_environment(finished_battery: Project) -> None:
+    session = opened(finished_battery)
+    cell = cell_at(session, "ok:agent:1")
+    request = SeatRequest(
+        seat=cell.seat,
+        prompt=cell.prompt,
+        cwd=finished_battery.workspace,
+        run_dir=finished_battery.root / "run",
+        writable=False,
+        cell_id=cell.cell_id,
+        coordinate=cell.coordinate,
+    )
+    env = seat.seat_environment(request, {"EXTRA": "1", seat.RUN_DIR_VARIABLE: "overridden"})
+    assert env["EXTRA"] == "1"
+    assert env[seat.RUN_DIR_VARIABLE] == str(finished_battery.root / "run")
+    assert env["BRIGADE_CELL_ID"] == cell.cell_id
+    assert env["BRIGADE_EXECUTION_MODE"] == "read-only"
+
+
+def test_regrade_rewrites_a_receipt_only_when_the_verdict_changes(
+    finished_battery: Project,
+) -> None:
+    session = opened(finished_battery)
+    cell = cell_at(session, "no:agent:1")
+    receipt = finished_battery.receipt("no:agent:1")
+    before = (finished_battery.cell_dir("no:agent:1") / "cell.json").stat()
+    assert runner.regrade(session.ctx, cell, receipt) is receipt
+    after = (finished_battery.cell_dir("no:agent:1") / "cell.json").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    graded = json.loads(json.dumps(receipt))
+    graded["graders"][0]["status"] = "grader_error"
+    graded["state"] = "grader_error"
+    updated = runner.regrade(session.ctx, cell, graded)
+    assert updated["state"] == "rejected"
+    assert finished_battery.receipt("no:agent:1") == updated
+
+
+def test_a_changed_output_is_refused(finished_battery: Project) -> None:
+    session = opened(finished_battery)
+    receipt = finished_battery.receipt("ok:agent:1")
+    assert runner.verify_output(session.ctx, receipt) == Path(receipt["run_dir"])
+    (Path(receipt["run_dir"]) / "final.txt").write_text("hellO\n")
+    with pytest.raises(TamperedOutput, match="output digest mismatch"):
+        runner.verify_output(session.ctx, receipt)
+    with pytest.raises(TamperedOutput):
+        runner.regrade_if_needed(session.ctx, cell_at(session, "ok:agent:1"))
+
+
+def test_the_grade_task(finished_battery: Project) -> None:
+    session = opened(finished_battery)
+    grade = runner.regrade_if_needed
+    assert grade(session.ctx, cell_at(session, "ok:agent:1")) == "verified"
+    assert grade(session.ctx, cell_at(session, "crash:agent:1")) == "skip"
+    path = finished_battery.cell_dir("no:agent:1") / "cell.json"
+    receipt = json.loads(path.read_text())
+    path.write_text(json.dumps({**receipt, "state": "grader_error"}))
+    assert grade(session.ctx, cell_at(session, "no:agent:1")) == "regrade"
+    assert finished_battery.receipt("no:agent:1")["state"] == "rejected"
+
+
+def test_a_run_recorded_elsewhere_is_graded_here(finished_battery: Project) -> None:
+    """What the dask executor calls with a run its worker made."""
+    session = opened(finished_battery, always=True)
+    cell = cell_at(session, "ok:agent:1")
+    attempt = store.new_attempt(finished_battery.out, cell.cell_id, 1)
+    rdir = store.run_dir(finished_battery.out, cell.cell_id, attempt)
+    job = seat.seat_job(cell, attempt)
+    run_doc = seat.record_run(rdir, seat.execute_seat(job, finished_battery.workspace, rdir))
+    receipt = runner.record_seat_run(
+        session.ctx, cell, attempt, "2026-01-01T00:00:00.000Z", run_doc
+    )
+    assert (receipt["state"], receipt["attempt"]) == ("accepted", 2)
+    assert finished_battery.receipt("ok:agent:1") == receipt
