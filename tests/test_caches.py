@@ -116,6 +116,20 @@ def test_a_folder_where_the_cache_file_should_be_costs_one_line(
     assert (path / "inside").is_dir()
 
 
+def test_an_empty_folder_in_the_cache_s_place_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / ".cache.json"
+    path.mkdir()
+    sidecar = caches.Sidecar(path, "k")
+    sidecar.record("x", caches.stat_of(tmp_path), 1)
+    sidecar.save()
+    assert json.loads(path.read_text())["entries"]["x"][1] == 1
+    assert capsys.readouterr().err == (
+        f"brigade: ignoring the cache {path}: is a folder, not a file (it only saves time)\n"
+    )
+
+
 def test_nothing_is_written_when_nothing_changed(tmp_path: Path) -> None:
     path = tmp_path / ".cache.json"
     sidecar = caches.Sidecar(path, "k")
@@ -181,9 +195,10 @@ def test_caches_of_the_wrong_type_are_rebuilt(project: Project) -> None:
     assert project.doit().returncode == 1
     assert project.doit().returncode == 1  # the receipt index is written by a resume
     first = project.summary()
+    # folders holding something where the cache files should be: not ours to delete
     for name in CACHE_FILES:
         (project.out / name).unlink()
-        (project.out / name).mkdir()
+        (project.out / name / "mine").mkdir(parents=True)
     shutil.rmtree(project.out / ".export-state")
     (project.out / ".export-state").write_text("not a folder")
     done = project.doit()
@@ -193,10 +208,18 @@ def test_caches_of_the_wrong_type_are_rebuilt(project: Project) -> None:
     assert all(line.startswith("brigade: ignoring the cache ") for line in lines)
     assert "Traceback" not in done.stderr
     assert project.summary()["counts"] == first["counts"]
-    # once the user clears them away, they are rebuilt
+    assert all((project.out / name / "mine").is_dir() for name in CACHE_FILES)
+    assert (project.out / ".export-state").read_text() == "not a folder"
+    # empty folders are nobody's: the caches are rebuilt in their place
     for name in CACHE_FILES:
-        (project.out / name).rmdir()
+        (project.out / name / "mine").rmdir()
     (project.out / ".export-state").unlink()
+    done = project.doit()
+    assert done.returncode == 1
+    # (at most one line each, from the reads that found the folder before it went)
+    ignored = [line for line in done.stderr.splitlines() if "ignoring the cache" in line]
+    assert len(ignored) == len(set(ignored)) <= len(CACHE_FILES)
+    assert all((project.out / name).is_file() for name in CACHE_FILES)
     done = project.doit()
     assert (done.returncode, done.stderr.count("cache")) == (1, 0)
     for name in CACHE_FILES:

@@ -154,7 +154,13 @@ class Sidecar:
             {"key": self.key, "entries": self.entries}, separators=(",", ":"), default=default
         ).encode()
         try:
-            atomic_write_bytes(self.path, data, durable=False)
+            try:
+                atomic_write_bytes(self.path, data, durable=False)
+            except IsADirectoryError:
+                # an empty folder in the cache's place holds nothing: it goes (one with
+                # anything in it is not ours to delete, and stays)
+                os.rmdir(self.path)
+                atomic_write_bytes(self.path, data, durable=False)
         except OSError as exc:
             _warn(self.path, f"cannot write it: {_problem(exc)}")
             return
