@@ -101,25 +101,32 @@ def test_regrade_finishes_the_run_like_the_final_task(project: Project) -> None:
     assert (project.out / "summary.json").read_bytes() == before
 
 
-def test_export_and_report_finish_the_output_directory_under_the_lock(project: Project) -> None:
+def test_export_and_report_write_their_part_under_the_lock(project: Project) -> None:
     finished_rejected(project)
-    (project.workspace / "marker.txt").write_text("here")
-    main(["regrade", str(project.out)])
-    lock.release(project.out)
-    for name in ("summary.json", "report/junit.xml", "report/index.html"):
+    summary = (project.out / "summary.json").read_bytes()
+    for name in ("report/junit.xml", "report/index.html", "export/summary.json"):
         (project.out / name).unlink()
     done = project.brigade("report", str(project.out))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the results' bucket
     assert done.stdout == (
         f"wrote {project.out / 'report' / 'junit.xml'}\n"
         f"wrote {project.out / 'report' / 'index.html'}\n"
     )
-    assert project.summary()["counts"]["accepted"] == 1
+    assert 'failures="1"' in (project.out / "report" / "junit.xml").read_text()
+    assert not (project.out / "export" / "summary.json").exists()  # only its own part
+    exported = project.brigade("export", str(project.out))
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == f"exported 3 file(s) to {project.out / 'export'}\n"
+    assert (project.out / "export" / "summary.json").exists()
+    assert (project.out / "summary.json").read_bytes() == summary  # left as it is
     lock.acquire(project.out, wait=False)
     try:
         for command in ("report", "export"):
             held = project.brigade(command, str(project.out))
             assert held.returncode == 2
             assert "another brigade run" in held.stderr
+        # printing the report's data writes nothing: no lock needed
+        printed = project.brigade("report", str(project.out), "--json")
+        assert printed.returncode == 1, printed.stderr
     finally:
         lock.release(project.out)

@@ -314,8 +314,8 @@ def _show_cell(out: Path, plan: Plan, key: str, *, full: bool, as_json: bool) ->
 def cmd_report(args: argparse.Namespace) -> int:
     """Write JUnit XML and a self-contained HTML report of an output directory's results.
 
-    Without --junit/--html/--json: finishes the output directory as the final doit
-    task does (summary.json, export, report/junit.xml and report/index.html).
+    Without --junit/--html/--json: writes DIR/report/junit.xml and DIR/report/index.html
+    as the final doit task does (through the same code).
     --json prints the report's data on stdout. Reports are projected like the
     export (no prompts, no absolute paths, no env values) and checked for leaks:
     a leak is listed and the command exits 3. Otherwise the exit code is the
@@ -338,12 +338,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         lock.acquire(out, wait=args.wait)
         plan = _load_plan(out)
-        finished = finish_run(out, plan, _plan_workspace(plan))
+        # the final task's report, through the same code; summary.json is left as it is
+        finished = finish_run(out, plan, _plan_workspace(plan), summary=False, export=False)
         if _leaked(finished.leaks):
             return EXIT_MEASUREMENT
         for name in (JUNIT_FILE, HTML_FILE):
             print(f"wrote {out / REPORT_DIR / name}")
-        assert finished.summary is not None  # never `untouched`: always written
+        assert finished.summary is not None  # computed for the report
         return int(finished.summary["exit_code"])
     if junit is not None or html_file is not None:
         lock.acquire(out, wait=args.wait)  # the report's cache in the output directory
@@ -365,9 +366,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write projected receipts, plan and summary (no prompts, no absolute paths, no env values).
 
-    Without --to: finishes the output directory as the final doit task does
-    (summary.json, export/, report/). The export is checked for leaks; any leak
-    is listed and the command exits 3.
+    Without --to: writes DIR/export as the final doit task does (through the same
+    code). The export is checked for leaks; any leak is listed and the command
+    exits 3.
     """
     from brigade.outdir.export import export
     from brigade.report.finish import finish_run
@@ -379,7 +380,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     # the run's own workspace, as doit's export uses: the same export state serves both
     workspace = _plan_workspace(plan)
     if args.to is None:
-        finished = finish_run(out, plan, workspace)
+        # the final task's export, through the same code; summary.json is left as it is
+        finished = finish_run(out, plan, workspace, summary=False, report=False)
+        assert finished.export is not None
         result, leaks = finished.export, finished.leaks
     else:
         result = export(out, plan, dest=args.to, workspace=workspace)

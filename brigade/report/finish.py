@@ -16,10 +16,12 @@ from brigade.core.plan import Plan, plan_key
 from brigade.core.projection import Leak
 from brigade.core.receipts import ReceiptView
 from brigade.outdir import store
-from brigade.outdir.export import ExportResult, export, secrets_for
+from brigade.outdir.export import ExportResult, secrets_for
+from brigade.outdir.export import export as export_to
 from brigade.outdir.results import (
     current_views,
     remember_summary,
+    summarize,
     summary_current,
     write_summary,
 )
@@ -31,8 +33,10 @@ from brigade.report.build import write_report
 class Finished:
     """What finishing wrote and found."""
 
-    summary: dict[str, Any] | None  # the summary written; None when the one on disk still held
-    export: ExportResult
+    # the summary written, or computed for the report when summary.json is left alone;
+    # None when neither was needed
+    summary: dict[str, Any] | None
+    export: ExportResult | None  # None when the export was not asked for
     leaks: tuple[Leak, ...]  # in the export and the report: the run must not pass
 
 
@@ -44,40 +48,49 @@ def finish_run(
     known: Mapping[str, ReceiptView | None] | None = None,
     key: str | None = None,
     untouched: bool = False,
+    summary: bool = True,
+    export: bool = True,
+    report: bool = True,
 ) -> Finished:
     """Write summary.json, the export and the reports; check both for leaks; record the key.
 
     `known` holds the views of receipts read under this lock and unchanged
-    since; the others are read again. `key` is the plan's key (computed from the plan when not
-    given). `untouched`: no cell ran and no receipt changed since the last
-    finish, so a summary.json written for this plan still holds; only the
-    leak checks run, and files changed since they were checked.
+    since; the others are read again. `key` is the plan's key (computed from
+    the plan when not given). `untouched`: no cell ran and no receipt changed
+    since the last finish, so a summary.json written for this plan still
+    holds; only the leak checks run, and files changed since they were checked.
+    `summary`, `export`, `report`: which parts to write (`brigade export` and
+    `brigade report` write only their own and leave summary.json alone).
     """
     # every other writer of this run is done: temp files left in the top folder by an
     # interrupted earlier run (summary, indexes, plan) are nobody's now
     store.remove_stale_temps(out)
     views = current_views(out, plan, known)
     key = key if key is not None else plan_key(plan)
-    same = untouched and summary_current(out, key)
-    summary: dict[str, Any] | None = None
-    if not same:
-        summary = write_summary(out, plan, views)
-        remember_summary(out, key, summary)
+    same = summary and untouched and summary_current(out, key)
+    written: dict[str, Any] | None = None
+    if summary and not same:
+        written = write_summary(out, plan, views)
+        remember_summary(out, key, written)
     # one set of secrets (and one matcher over them) for the export and the report
     secrets = secrets_for(out.absolute(), plan, workspace)
-    exported = export(
-        out, plan, workspace=workspace, views=views, summary_unchanged=same, secrets=secrets
-    )
+    exported = None
+    leaks: list[Leak] = []
+    if export:
+        exported = export_to(
+            out, plan, workspace=workspace, views=views, summary_unchanged=same, secrets=secrets
+        )
+        leaks += exported.leaks
     # report/junit.xml and report/index.html leave the output directory too: same check
-    leaks = list(exported.leaks)
-    if not (same and report_untouched(out, plan, workspace, secrets)):
-        shown = summary
-        if shown is None:
+    if report and not (same and report_untouched(out, plan, workspace, secrets)):
+        if written is None and summary:  # the summary.json on disk still holds
             on_disk = store.read_json(out / store.SUMMARY_FILE)
-            shown = on_disk if isinstance(on_disk, dict) else write_summary(out, plan, views)
-        written = write_report(out, plan, views, shown, workspace=workspace, secrets=secrets)
-        leaks += written.leaks
-    return Finished(summary=summary, export=exported, leaks=tuple(leaks))
+            written = on_disk if isinstance(on_disk, dict) else write_summary(out, plan, views)
+        elif written is None:  # summary.json is left alone: the report's is computed
+            written = summarize(out, plan, views)
+        shown = write_report(out, plan, views, written, workspace=workspace, secrets=secrets)
+        leaks += shown.leaks
+    return Finished(summary=written, export=exported, leaks=tuple(leaks))
 
 
 def leak_lines(leaks: tuple[Leak, ...], limit: int = 5) -> str:
