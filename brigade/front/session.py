@@ -354,11 +354,12 @@ def output_intact(
     )
     final = f"{session.out}/{store.CELLS_DIR}/{relative}"
     info = caches.stat_of(final) if cells_fd is None else caches.stat_of(relative, cells_fd)
-    if session.output_index.fresh(cell_id, info) == [attempt, expected]:
+    # (the attempt is in the path: another attempt's final.txt is another file, inode)
+    if session.output_index.fresh(cell_id, info) == expected:
         return True
     if store.file_digest(final) != expected:
         return False
-    session.output_index.record(cell_id, info, [attempt, expected])
+    session.output_index.record(cell_id, info, expected)
     return True
 
 
