@@ -19,6 +19,8 @@ from brigade.adapters.base import SeatRequest
 from brigade.adapters.common import READ_ONLY_NOTICE
 from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import fault_reason
+from brigade.core.transcript import transcript_document
+from brigade.inputs import schemas
 
 # claude as it prints in stream-json mode (the samples of agents/cli_outputs.py)
 FAKE_CLAUDE = """#!{python}
@@ -412,6 +414,16 @@ def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> Non
     assert run["read_only_enforcement"] in ("hard", "soft", "none")
     assert (run_dir / "final.txt").read_text() == "All good."
     assert (run_dir / "stdout.log").read_text() == SAMPLES[name]["success"][1]
+    # what the agent did is kept beside the answer, as the adapter read it
+    code, stdout, stderr = SAMPLES[name]["success"]
+    reading = adapter_for(fake_seat(name)["cli"]).read(exit_code=code, stdout=stdout, stderr=stderr)
+    if reading.transcript is None:
+        assert not (run_dir / "transcript.json").exists()
+    else:
+        assert reading.transcript  # every CLI that has one says something in it
+        stored = json.loads((run_dir / "transcript.json").read_text())
+        assert stored == transcript_document(reading.transcript)
+        assert schemas.problems(stored, "brigade.transcript.v1") == []
     argv = " ".join(call["argv"])
     if name != "ollama":
         assert "m-1" in argv

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents.fake_cli import install
 from conftest import FAKE_CLI, Project, brigade_command
 
 distributed = pytest.importorskip("distributed")
@@ -508,3 +509,39 @@ def test_a_lost_scheduler_is_a_transport_drop_not_a_crash(
     receipt = project.receipt("held:agent:1")
     assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
     assert "connection" in receipt["failure_detail"]
+
+
+def test_a_transcript_comes_back_from_the_worker(cluster: Cluster, tmp_path: Path) -> None:
+    """A seat whose CLI prints what it did (a fake claude on the worker's PATH): the
+    worker sends the run back and the coordinator keeps run/transcript.json, the same
+    as a local run writes."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    install(folder, "claude")
+    path = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+    cases = [
+        {
+            "id": "ok",
+            "prompt": "say hi",
+            "graders": [{"type": "exact_output", "expected": "All good."}],
+        }
+    ]
+    projects = {name: Project(tmp_path / name) for name in ("local", "dask")}
+    for project in projects.values():
+        project.write_roster({"agent": {"cli": "claude"}})
+        project.write_manifest(cases)
+    local = projects["local"].run(PATH=path)
+    worker = cluster.start_worker("claude=1", PATH=path)
+    try:
+        cluster.wait_for_workers(3)
+        remote = dask_run(projects["dask"], cluster)
+    finally:
+        cluster.kill_tree(worker)
+    assert (local.returncode, remote.returncode) == (0, 0), local.stderr + remote.stderr
+    stored = attempt_files(projects["dask"], "ok:agent:1")
+    assert (
+        stored["run/transcript.json"]
+        == attempt_files(projects["local"], "ok:agent:1")["run/transcript.json"]
+    )
+    kinds = [entry["kind"] for entry in stored["run/transcript.json"]["entries"]]
+    assert "message" in kinds

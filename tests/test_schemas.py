@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from brigade.core.transcript import Entry, transcript_document
 from brigade.errors import InputError
 from brigade.inputs import schemas
 
@@ -18,7 +19,7 @@ SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*.json"))
 
 def test_every_file_has_a_tag() -> None:
     assert sorted(p.name for p in SCHEMA_FILES) == sorted(schemas.FILES.values())
-    assert len(SCHEMA_FILES) == 10
+    assert len(SCHEMA_FILES) == 11
 
 
 @pytest.mark.parametrize("path", SCHEMA_FILES, ids=[p.name for p in SCHEMA_FILES])
@@ -224,6 +225,27 @@ def test_grader_error_score_must_be_null() -> None:
     assert schemas.problems({**result, "exit_code": 0}, "brigade.grader_result.v1") != []
 
 
+TRANSCRIPT = transcript_document(
+    [
+        Entry("system", text="model m-1"),
+        Entry("message", role="user", text="hi"),
+        Entry("reasoning", text="think"),
+        Entry("tool_call", name="Read", input={"path": "a"}, call_id="c1"),
+        Entry("tool_result", name="Read", output="x", is_error=False, call_id="c1"),
+        Entry("error", text="oops"),
+        Entry("message", role="assistant", text="done"),
+    ]
+)
+
+
+def test_the_transcript_schema() -> None:
+    assert schemas.problems(TRANSCRIPT, "brigade.transcript.v1") == []
+    bad = {"schema": "brigade.transcript.v1", "entries": [{"kind": "chat"}]}
+    assert schemas.problems(bad, "brigade.transcript.v1") != []
+    extra = {"schema": "brigade.transcript.v1", "entries": [{"kind": "error", "x": 1}]}
+    assert schemas.problems(extra, "brigade.transcript.v1") != []
+
+
 def _mutations(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Each top-level key dropped, each top-level value of the wrong kind, one extra key."""
     changed: list[dict[str, Any]] = []
@@ -253,6 +275,8 @@ def test_fast_output_check_agrees_with_jsonschema(project: Any) -> None:
             for value in doc.values():
                 if isinstance(value, list):
                     documents.extend((path, item) for item in value if isinstance(item, dict))
+    # the fake agents print no transcript: one with an entry of every kind stands for it
+    documents.append((Path("run/transcript.json"), TRANSCRIPT))
     for path, doc in documents:
         if doc.get("schema") not in tags:
             continue

@@ -32,6 +32,7 @@ FILES = {
     "brigade.run.v1": "run.v1.json",
     "brigade.worker_results.v1": "worker_results.v1.json",
     "brigade.export.v1": "export.v1.json",
+    "brigade.transcript.v1": "transcript.v1.json",
 }
 
 

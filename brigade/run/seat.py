@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from brigade.adapters import adapter_for
-from brigade.adapters.base import Reading, SeatRequest
+from brigade.adapters.base import Adapter, Reading, SeatRequest
 from brigade.core.clock import utc_now
 from brigade.core.plan import Cell
 from brigade.core.specs import SeatSpec
+from brigade.core.transcript import TRANSCRIPT_SCHEMA, Entry, transcript_document
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import proc, worktree
@@ -30,6 +31,7 @@ RUN_SCHEMA = "brigade.run.v1"
 WORKER_RESULTS = "worker-results.json"
 STDOUT = "stdout.log"
 STDERR = "stderr.log"
+TRANSCRIPT = "transcript.json"
 # set for every seat process (and so for all it starts): its attempt's run folder
 RUN_DIR_VARIABLE = "BRIGADE_RUN_DIR"
 
@@ -83,6 +85,8 @@ class SeatRun:
     timed_out: bool
     transport: str | None
     seat: str
+    # what the agent did, when the adapter reads it from the CLI's output
+    transcript: tuple[Entry, ...] | None = None
 
 
 def seat_job(cell: Cell, attempt: int, head: str | None = None) -> SeatJob:
@@ -155,7 +159,12 @@ def execute_seat(
                 exit_code=result.exit_code, stdout=stdout, stderr=stderr, files=files
             )
         else:
-            reading = Reading(final_text=stdout if result.launched else "")
+            reading = Reading(
+                final_text=stdout if result.launched else "",
+                transcript=_partial_transcript(adapter, stdout, stderr)
+                if result.timed_out
+                else None,
+            )
         status, kind, detail = _run_status(result, reading)
         run_doc = run_document(
             job,
@@ -197,7 +206,12 @@ def execute_seat(
                     "not_copied": not_copied,
                 }
         return SeatRun(
-            run_doc, reading.final_text, result.timed_out, invocation.transport, job.seat.name
+            run_doc,
+            reading.final_text,
+            result.timed_out,
+            invocation.transport,
+            job.seat.name,
+            reading.transcript,
         )
     finally:
         if tree is not None:
@@ -312,12 +326,30 @@ def run_document(
     }
 
 
+def _partial_transcript(adapter: Adapter, stdout: str, stderr: str) -> tuple[Entry, ...] | None:
+    """What a seat stopped at its time limit did until then, as far as its adapter can tell
+    from the output so far (the stream may end mid-line)."""
+    try:
+        reading = adapter.read(exit_code=None, stdout=stdout, stderr=stderr)
+    except Exception:  # an adapter is not made for cut output: no transcript, not a crash
+        return None
+    return reading.transcript
+
+
 def record_run(rdir: Path, run: SeatRun) -> dict[str, Any]:
-    """Write final.txt, run.json and worker-results.json for a seat run; returns run.json's doc.
+    """Write final.txt, transcript.json (when the adapter read one), run.json and
+    worker-results.json for a seat run; returns run.json's doc.
 
     The one place a seat run is recorded, wherever it ran.
     """
     store.atomic_write_bytes(rdir / FINAL, run.final_text.encode("utf-8"), sync_dir=False)
+    if run.transcript is not None:
+        store.write_json(
+            rdir / TRANSCRIPT,
+            transcript_document(run.transcript),
+            TRANSCRIPT_SCHEMA,
+            sync_dir=False,
+        )
     _write_run_records(rdir, run.run_doc, run.timed_out, run.transport, run.seat)
     return run.run_doc
 
