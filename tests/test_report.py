@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -167,7 +168,48 @@ def unit_results(root: Path) -> tuple[Path, Plan, dict[str, Any]]:
         ),
         # faults:<weird>:2..4 have no receipt: missing
     }
+    write_run_files(out, plan, receipts)
     return out, plan, receipts
+
+
+# what the agents said and did, as their run folders record it
+ECHO = f"You asked: {PROMPT}\nand my token is {SECRET_ENV}"
+LONG = "x" * 20_000
+TRANSCRIPT_PATH = "/tmp/secret-folder/notes.txt"  # an absolute path of this machine
+
+
+def write_run_files(out: Path, plan: Plan, receipts: dict[str, Any]) -> None:
+    """final.txt for every finished cell, and a few cells' logs, transcript and changes."""
+    by_id = {cell.cell_id: cell.coordinate for cell in plan.cells}
+    special = {"ok:alpha:2": ECHO, "faults:alpha:1": LONG}
+    for cell_id, doc in receipts.items():
+        if doc["state"] == "running":
+            continue
+        run = out / "cells" / cell_id / "attempts" / f"attempt-{doc['attempt']:03d}" / "run"
+        run.mkdir(parents=True)
+        coordinate = by_id[cell_id]
+        (run / "final.txt").write_text(special.get(coordinate, f"the answer of {coordinate}\n"))
+        if coordinate == "faults:alpha:3":
+            (run / "stderr.log").write_text(
+                f"retrying\nconnection reset while sending {SECRET_ENV}\n"
+            )
+        if coordinate == "ok:alpha:1":
+            entries = [
+                {"kind": "message", "role": "user", "text": PROMPT},
+                {"kind": "reasoning", "text": "I should read the notes first."},
+                {"kind": "tool_call", "name": "Read", "input": {"file_path": TRANSCRIPT_PATH}},
+                {"kind": "tool_result", "name": "Read", "output": "no such file", "is_error": True},
+                {"kind": "message", "role": "assistant", "text": "the answer of ok:alpha:1"},
+            ]
+            doc_ = {"schema": "brigade.transcript.v1", "entries": entries}
+            (run / "transcript.json").write_text(json.dumps(doc_))
+        if coordinate == f"ok:{WEIRD_SEAT}:1":
+            (run / "run.json").write_text(
+                json.dumps({"changed_files": ["src/app.py"], "workspace_snapshot": {}})
+            )
+            (run / "changes.patch").write_text(
+                "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-print('v1')\n+print('v2')\n"
+            )
 
 
 def unit_report(root: Path) -> tuple[Path, Plan, dict[str, Any], dict[str, Any]]:
@@ -217,6 +259,7 @@ def test_junit_has_a_suite_per_seat_and_a_case_per_cell(tmp_path: Path, schema) 
         ("state", "accepted"),
     ]
     assert [child.tag for child in accepted] == ["properties", "system-out"]
+    assert accepted.findtext("system-out") == "the answer of ok:alpha:1\n"
 
     rejected = cases["ok:alpha:2"].find("failure")
     assert rejected is not None and rejected.get("type") == "rejected"
@@ -291,9 +334,14 @@ def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
     write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     page = (out / "report" / "index.html").read_text()
-    # one file, no network: nothing is loaded from anywhere
-    for reference in ("http://", "https://", "src=", "href=", "@import", "url("):
+    # one file, no network: nothing is loaded from anywhere; links go to its detail pages
+    for reference in ("http://", "https://", "src=", "@import", "url("):
         assert reference not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    links = re.findall(r'href="([^"]*)"', page)
+    assert links and all(
+        re.fullmatch(r"index_files/(cells|cases)/[0-9a-f]{2}\.html#[ck]-[0-9a-f]+", link)
+        for link in links
+    )
     assert "default-src 'none'" in page
     # the parts
     for marker in (
@@ -314,7 +362,7 @@ def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
     assert html.escape(WEIRD_CASE) in page and html.escape(WEIRD_SEAT) in page
     assert "<script>alert" not in page
     # the matrix: accepted/scored per seat x case, faults noted, coloured by rate
-    assert ">1/2<small>50%</small>" in page
+    assert ">1/2</a><small>50%</small>" in page
     assert "– (1 unscored)" in page
     assert "0/1 (3 mf)" in page
     assert "hsl(60,65%,78%)" in page
@@ -435,7 +483,9 @@ def e2e_project(project: Project) -> None:
 
 
 def outcome_tag(case: ET.Element) -> str:
-    tags = [child.tag for child in case if child.tag not in ("properties", "system-out")]
+    tags = [
+        child.tag for child in case if child.tag not in ("properties", "system-out", "system-err")
+    ]
     return tags[0] if tags else "passed"
 
 
@@ -513,7 +563,16 @@ def test_doit_writes_valid_reports_without_leaks(project: Project, schema) -> No
     assert "pwned" not in shown.stdout and SECRET_ENV not in shown.stdout
     schema.validate(str(custom_junit))
     assert custom_junit.read_bytes() == junit.read_bytes()
-    assert custom_html.read_bytes() == page.read_bytes()
+    # the custom page links to its own detail pages, written beside it
+    assert custom_html.read_text().replace("report_files/", "index_files/") == page.read_text()
+    own = sorted(
+        p.relative_to(custom_html.parent / "report_files").as_posix()
+        for p in (custom_html.parent / "report_files").rglob("*.html")
+    )
+    assert own == sorted(
+        p.relative_to(page.parent / "index_files").as_posix()
+        for p in (page.parent / "index_files").rglob("*.html")
+    )
     assert f"wrote {custom_junit}" in shown.stderr
 
     only_junit = project.root / "only.xml"
@@ -546,8 +605,8 @@ def test_a_leaking_report_fails_finalize(project: Project, monkeypatch) -> None:
 
     real = render_module.html_page
 
-    def leaky(summary, cells):
-        return real(summary, cells) + f"<!-- {html.escape(PROMPT)} -->"
+    def leaky(summary, cells, links=None):
+        return real(summary, cells, links) + f"<!-- {html.escape(PROMPT)} -->"
 
     monkeypatch.setattr(render_module, "html_page", leaky)  # the report renders through it
     # nothing changed since the last run: the clean report stands as it is

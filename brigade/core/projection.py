@@ -45,6 +45,8 @@ MIN_SUBSTRING = 6
 # is confirmed in Python. A text holding the first WINDOW or more characters
 # of a prompt or env value holds a cut form of it: that is a leak too.
 WINDOW = 32
+# strings longer than this are not remembered by the matcher (see Matcher.first)
+MEMO_CHARACTERS = 1024
 # the name of a writable run's temporary worktree folder (run/worktree.py)
 WORKTREE_PREFIX = "brigade-worktree-"
 _PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -335,7 +337,12 @@ class Matcher:
 
     def first(self, text: str, *, paths_only: bool = False) -> str | None:
         """The kind of the first secret in text, or None."""
-        # documents repeat the same strings (keys, states, seat names) thousands of times
+        # documents repeat the same strings (keys, states, seat names) thousands of times;
+        # long free text (answers, transcripts) seldom repeats: remembering it would keep
+        # every answer of a report in memory
+        if len(text) > MEMO_CHARACTERS:
+            found = self.kinds(text, first_only=True, paths_only=paths_only)
+            return found[0] if found else None
         key = (text, paths_only)
         try:
             return self._first_seen[key]
@@ -346,6 +353,8 @@ class Matcher:
 
     def replace(self, text: str, *, paths_only: bool = False) -> str:
         """Text with every secret replaced by its stand-in (longest match wins)."""
+        if len(text) > MEMO_CHARACTERS:
+            return self._replace(text, paths_only)
         key = (text, paths_only)
         try:
             return self._replaced[key]

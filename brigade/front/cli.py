@@ -314,11 +314,12 @@ def _show_cell(out: Path, plan: Plan, key: str, *, full: bool, as_json: bool) ->
 def cmd_report(args: argparse.Namespace) -> int:
     """Write JUnit XML and a self-contained HTML report of an output directory's results.
 
-    Without --junit/--html/--json: writes DIR/report/junit.xml and DIR/report/index.html
-    as the final doit task does (through the same code).
-    --json prints the report's data on stdout. Reports are projected like the
-    export (no prompts, no absolute paths, no env values) and checked for leaks:
-    a leak is listed and the command exits 3. Otherwise the exit code is the
+    Without --junit/--html/--json: writes DIR/report/junit.xml, DIR/report/index.html and
+    its detail pages in DIR/report/index_files/ as the final doit task does (through the
+    same code: only what changed is rendered). --html FILE writes its detail pages in
+    <stem>_files/ beside FILE. --json prints the report's data on stdout. Reports are
+    projected like the export (no prompts, no absolute paths, no env values) and checked
+    for leaks: a leak is listed and the command exits 3. Otherwise the exit code is the
     results' bucket, as for `brigade summary`.
     """
     from brigade.report.build import (

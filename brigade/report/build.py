@@ -11,10 +11,11 @@ import dataclasses
 import hashlib
 import html
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brigade.core.plan import Plan
 from brigade.core.projection import (
@@ -27,11 +28,17 @@ from brigade.core.projection import (
     project_receipt,
     project_summary,
 )
-from brigade.core.receipts import ReceiptView
+from brigade.core.receipts import ReceiptView, views_of
 from brigade.outdir import caches, store
 from brigade.outdir.export import secrets_for
 from brigade.outdir.results import current_receipts
 from brigade.report.model import ReportCell, failure_reasons
+
+if TYPE_CHECKING:
+    from brigade.report.paging import PagePlan
+
+    # the files folder, every page of the plan, the pages to render, their inputs (None: any)
+    PageWork = tuple[Path, list[PagePlan], list[PagePlan], dict[str, str] | None]
 
 REPORT_DIR = "report"
 JUNIT_FILE = "junit.xml"
@@ -50,6 +57,25 @@ REPORT_FIELDS = (
     "failure_detail",
 )
 GRADER_FIELDS = ("grader_id", "status", "score", "detail")
+FAULT_LIMIT = 2000
+
+
+def _answer(out: Path, receipt: Mapping[str, Any], secrets: Secrets) -> str | None:
+    """A finished cell's answer as JUnit shows it: projected, cut with a note."""
+    from brigade.report.detail import FINAL, read_text
+    from brigade.report.views import JUNIT_ANSWER_LIMIT, shown
+
+    attempt = receipt.get("attempt")
+    if receipt.get("state") == "running" or not isinstance(attempt, int):
+        return None
+    final = store.run_dir(out, str(receipt["cell_id"]), attempt) / FINAL
+    read = read_text(final, JUNIT_ANSWER_LIMIT * 4)
+    if read is None:
+        return None
+    answer = shown(read.text, secrets, JUNIT_ANSWER_LIMIT, read.more)
+    if answer.cut:
+        return f"{answer.text}\n[truncated: the first {len(answer.text):,} characters are shown]"
+    return answer.text
 
 
 def report_cells(
@@ -58,22 +84,29 @@ def report_cells(
     receipts: Mapping[str, dict[str, Any] | None],
     secrets: Secrets,
 ) -> list[ReportCell]:
-    """Every planned cell, from its projected receipt (a stand-in for cells with none).
+    """Every planned cell, from its projected receipt (a stand-in for cells with none), with
+    its projected answer and fault.
 
     Names (seats, cases, coordinates) are shown as they are: they are identifiers,
     never secrets; only free text is scrubbed.
     """
+    from brigade.report.detail import fault_text
+    from brigade.report.views import shown
+
     out_text = str(out.absolute())
     cells = []
     for cell in plan.cells:
         receipt = receipts.get(cell.cell_id)
-        shown: dict[str, Any] = {"cell_id": cell.cell_id, "state": "missing"}
+        fault = fault_text(receipt) if receipt is not None else None
+        shown_fault = shown(fault, secrets, FAULT_LIMIT).text if fault else None
+        answer = _answer(out, receipt, secrets) if receipt is not None else None
+        fields: dict[str, Any] = {"cell_id": cell.cell_id, "state": "missing"}
         if receipt is not None:
-            shown.update({k: receipt[k] for k in REPORT_FIELDS if k in receipt})
-            shown["graders"] = [
+            fields.update({k: receipt[k] for k in REPORT_FIELDS if k in receipt})
+            fields["graders"] = [
                 {k: g.get(k) for k in GRADER_FIELDS} for g in receipt.get("graders", [])
             ]
-        projected = project_receipt(shown, out_text, secrets)
+        projected = project_receipt(fields, out_text, secrets)
         cells.append(
             ReportCell(
                 coordinate=cell.coordinate,
@@ -89,6 +122,8 @@ def report_cells(
                 failure_detail=projected.get("failure_detail"),
                 run_dir=projected.get("run_dir"),
                 graders=tuple(projected.get("graders", [])),
+                answer=answer,
+                fault=shown_fault,
             )
         )
     return cells
@@ -96,11 +131,16 @@ def report_cells(
 
 @dataclass(frozen=True)
 class Report:
-    """What every report shows, projected: the summary and the cells."""
+    """What every report shows, projected: the summary and the cells; and where the cells'
+    records are, for the detail pages."""
 
     summary: dict[str, Any]
     cells: tuple[ReportCell, ...]
     secrets: Secrets
+    out: Path | None = None
+    plan: Plan | None = None
+    receipts: Mapping[str, dict[str, Any] | None] | None = None
+    workspace: Path | None = None
 
 
 def build_report(
@@ -120,7 +160,16 @@ def build_report(
         summary=project_summary(summary, secrets),
         cells=tuple(report_cells(out, plan, receipts, secrets)),
         secrets=secrets,
+        out=out,
+        plan=plan,
+        receipts=receipts,
+        workspace=workspace if workspace is not None else _plan_workspace(plan),
     )
+
+
+def _plan_workspace(plan: Plan) -> Path | None:
+    workspace = (plan.context or {}).get("workspace")
+    return Path(workspace) if workspace else None
 
 
 def report_names(report: Report) -> set[str]:
@@ -143,11 +192,15 @@ def skeleton(report: Report) -> Report:
         dataclasses.replace(
             cell,
             failure_detail=BLANK if cell.failure_detail else cell.failure_detail,
+            answer=BLANK if cell.answer else cell.answer,
+            fault=BLANK if cell.fault else cell.fault,
             graders=tuple(blank_text(g, GRADER_RESULT_ROLES, BLANK) for g in cell.graders),
         )
         for cell in report.cells
     )
-    return Report(blank_text(report.summary, SUMMARY_ROLES, BLANK), cells, report.secrets)
+    return dataclasses.replace(
+        report, summary=blank_text(report.summary, SUMMARY_ROLES, BLANK), cells=cells
+    )
 
 
 def report_document(report: Report) -> dict[str, Any]:
@@ -214,7 +267,8 @@ def _checked(out: Path, secrets: Secrets) -> caches.Sidecar:
     A no-op run has the same inputs: when a report file is as it was written,
     neither rendering, writing nor the leak check runs again. A file rendered
     to the same bytes as a clean one skips the check. Keyed on brigade's code
-    (a changed renderer renders again) and the secrets checked against.
+    (a changed renderer renders again) and the secrets checked against. Holds
+    JUnit, the index and every detail page.
     """
     return caches.Sidecar(out / STATE_FILE, caches.cache_key(secrets.digest))
 
@@ -226,14 +280,21 @@ def _field(recorded: Any, name: str) -> Any:
 def untouched(
     out: Path, plan: Plan, workspace: Path | None = None, secrets: Secrets | None = None
 ) -> bool:
-    """The report files are exactly as this code last wrote and checked them."""
+    """The report files (JUnit, the index and every detail page) are exactly as this code
+    last wrote and checked them."""
     out = out.absolute()
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     checked = _checked(out, secrets)
     folder = out / REPORT_DIR
+    required = (str(folder / JUNIT_FILE), str(folder / HTML_FILE))
+    if not all(name in checked.entries for name in required):
+        return False
+    inside = str(folder) + os.sep
+    # a leaking page is never recorded, and its index is forgotten with it (see _write)
     return all(
-        checked.fresh_file(str(path), path) is not caches.MISS
-        for path in (folder / JUNIT_FILE, folder / HTML_FILE)
+        checked.fresh_file(name, name) is not caches.MISS
+        for name in checked.entries
+        if name in required or name.startswith(inside)
     )
 
 
@@ -242,18 +303,13 @@ def _inputs_key(
 ) -> str:
     """Changes whenever the report could with the same code: plan, any receipt rewritten,
     stale counts (the code is in the state's key)."""
+    from brigade.report.paging import stamp
+
     digest = hashlib.sha256()
     head = [summary["name"], summary["manifest_digest"], summary["stale_counts"]]
     digest.update(json.dumps(head, sort_keys=True).encode())
     for cell in plan.cells:
-        view = views.get(cell.cell_id)
-        seen = (
-            (view.attempt, view.state, view.started_at, view.finished_at, view.graded_at)
-            if view is not None
-            else (None,) * 5
-        )
-        stamp = f"{cell.cell_id}|{cell.coordinate}|{'|'.join(map(str, seen))}\n"
-        digest.update(stamp.encode())
+        digest.update(stamp(cell, views.get(cell.cell_id)).encode())
     return digest.hexdigest()
 
 
@@ -267,36 +323,74 @@ def write_report(
     secrets: Secrets | None = None,
     receipts: Mapping[str, dict[str, Any] | None] | None = None,
 ) -> ReportResult:
-    """Write <out>/report/junit.xml and <out>/report/index.html and check them for leaks.
+    """Write <out>/report/junit.xml, <out>/report/index.html and its detail pages, and check
+    them for leaks.
 
-    Nothing is rendered while both files are as written from the same inputs
-    (the views' stamps); otherwise the full `receipts` (read from the output
-    directory unless given) are rendered: the report shows details views lack.
+    Nothing is rendered while a file is as written from the same inputs (the views'
+    stamps: a detail page's are its own cells'); otherwise the full `receipts` (read
+    from the output directory unless given) are rendered: the report shows details
+    views lack.
     """
+    from brigade.report.pages import files_folder
+    from brigade.report.paging import page_plans, stale_pages
+
     out = out.absolute()
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     folder = out / REPORT_DIR
     junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
+    files_dir = folder / files_folder(HTML_FILE)
     checked = _checked(out, secrets)
     inputs = _inputs_key(plan, views, summary)
-    if all(
+    plans = page_plans(plan, views, str(summary["name"]))
+    index_current = all(
         _field(checked.fresh_file(str(path), path), "inputs") == inputs
         for path in (junit, html_file)
-    ):
+    )
+    todo = [
+        page
+        for page in plans
+        if _field(
+            checked.fresh_file(str(files_dir / page.relative), files_dir / page.relative), "inputs"
+        )
+        != page.stamp
+    ]
+    if index_current and not todo and not stale_pages(files_dir, plans):
         return ReportResult(files=(junit, html_file), leaks=())
     if receipts is None:
         receipts = current_receipts(out, plan)
-    report = build_report(out, plan, receipts, summary, secrets=secrets)
-    return _write(out, report, [junit, html_file], checked, inputs)
+    workspace = workspace if workspace is not None else _plan_workspace(plan)
+    if index_current:
+        # only pages to write: the cells' rows are not needed
+        report = Report(
+            project_summary(summary, secrets), (), secrets, out, plan, receipts, workspace
+        )
+    else:
+        report = build_report(out, plan, receipts, summary, secrets=secrets, workspace=workspace)
+    targets: list[Path | None] = [None, None] if index_current else [junit, html_file]
+    pages = {page.relative: page.stamp for page in plans}
+    result = _write(out, report, targets, checked, inputs, (files_dir, plans, todo, pages))
+    files = (junit, html_file) if index_current else result.files
+    return ReportResult(files=files, leaks=result.leaks)
 
 
 def write_files(
     out: Path, report: Report, *, junit: Path | None = None, html_file: Path | None = None
 ) -> ReportResult:
-    """Write the requested report files and check each for leaks."""
+    """Write the requested report files (the HTML page with its detail pages in the
+    `<stem>_files` folder beside it) and check each for leaks."""
+    from brigade.report.pages import files_folder
+    from brigade.report.paging import page_plans
+
     out = out.absolute()
     checked = _checked(out, report.secrets)
-    return _write(out, report, [junit, html_file], checked, None)
+    detail = None
+    if html_file is not None and report.plan is not None:
+        html_file = html_file.absolute()
+        files_dir = html_file.parent / files_folder(html_file.name)
+        views = views_of(report.receipts or {})
+        plans = page_plans(report.plan, views, str(report.summary["name"]))
+        detail = (files_dir, plans, plans, None)
+    return _write(out, report, [junit, html_file], checked, None, detail)
 
 
 def _write(
@@ -305,16 +399,23 @@ def _write(
     targets: list[Path | None],
     checked: caches.Sidecar,
     inputs: str | None,
+    detail: PageWork | None = None,
 ) -> ReportResult:
-    """Render each target (junit, html), write it and check it, unless unchanged and clean."""
+    """Render each target (junit, html) and each detail page, write it and check it, unless
+    unchanged and clean."""
     # the renderers are imported only when a report is written (not on a no-op resume)
     from brigade.report.junit import junit_xml
-    from brigade.report.render import html_page
+    from brigade.report.pages import shard_width
+    from brigade.report.paging import Sources, render_page, stale_pages
+    from brigade.report.render import Links, html_page
 
+    links = None
+    if detail is not None and report.plan is not None and targets[1] is not None:
+        links = Links(detail[0].name, shard_width(len(report.plan.cells)))
     bare = skeleton(report)
     renderers = (
         lambda shown: junit_xml(shown.summary["name"], shown.cells),
-        lambda shown: html_page(shown.summary, shown.cells).encode("utf-8"),
+        lambda shown: html_page(shown.summary, shown.cells, links).encode("utf-8"),
     )
     written: list[Path] = []
     leaks: list[Leak] = []
@@ -323,22 +424,70 @@ def _write(
             continue
         target = target.absolute()
         data = render(report)
-        digest = hashlib.sha256(data).hexdigest()
         written.append(target)
-        name = str(target)
-        info = caches.stat_of(target)
-        if _field(checked.fresh(name, info), "digest") != digest:
-            store.atomic_write_bytes(target, data, durable=False)
-            info = caches.stat_of(target)  # of what this process wrote, before checking it
-            relative = target.is_relative_to(out)
-            label = target.relative_to(out).as_posix() if relative else target.name
-            found = check_report_file(
-                target, label, report.secrets, render(bare), report_names(report)
-            )
-            leaks.extend(found)
-            if found:
-                checked.forget(name)
-                continue
-        checked.record(name, info, {"digest": digest, "inputs": inputs})
+        names = report_names(report)
+        leaks += _put(out, target, data, render(bare), names, report, checked, inputs)
+    if detail is not None:
+        files_dir, plans, todo, page_inputs = detail
+        html_name = targets[1].name if targets[1] is not None else HTML_FILE
+        back = f"../../{html_name}"
+        found: list[Leak] = []
+        assert report.out is not None and report.plan is not None
+        sources = Sources(
+            out=report.out,
+            plan=report.plan,
+            receipts=report.receipts or {},
+            secrets=report.secrets,
+            workspace=report.workspace,
+            name=str(report.summary.get("name", "")),
+        )
+        for page in todo:
+            rendered = render_page(sources, page, back)
+            target = files_dir / page.relative
+            given = page_inputs.get(page.relative) if page_inputs is not None else None
+            found += _put(
+                out, target, rendered.data, rendered.skeleton, rendered.names, report, checked,
+                given,
+            )  # fmt: skip
+        for path in stale_pages(files_dir, plans):
+            path.unlink(missing_ok=True)
+            checked.forget(str(path))
+        if found:
+            # the index vouches for its pages: the next finish must check them all again
+            checked.forget(str(files_dir.parent / html_name))
+        leaks += found
     checked.save()
     return ReportResult(files=tuple(written), leaks=tuple(leaks))
+
+
+def _put(
+    out: Path,
+    target: Path,
+    data: bytes,
+    bare: bytes,
+    names: Iterable[str],
+    report: Report,
+    checked: caches.Sidecar,
+    inputs: str | None,
+) -> list[Leak]:
+    """Write one report file unless it already holds these bytes, found clean; check it."""
+    digest = hashlib.sha256(data).hexdigest()
+    name = str(target)
+    info = caches.stat_of(target)
+    if _field(checked.fresh(name, info), "digest") == digest:
+        checked.record(name, info, {"digest": digest, "inputs": inputs})
+        return []
+    store.atomic_write_bytes(target, data, durable=False)
+    info = caches.stat_of(target)  # of what this process wrote, before checking it
+    if target.is_relative_to(out):
+        label = target.relative_to(out).as_posix()
+    elif target.parent.parent.name.endswith("_files"):  # a detail page beside a custom page
+        label = target.relative_to(target.parent.parent.parent).as_posix()
+    else:
+        label = target.name
+    found = check_report_file(target, label, report.secrets, bare, names)
+    if found:
+        checked.forget(name)
+    else:
+        checked.record(name, info, {"digest": digest, "inputs": inputs})
+    return found

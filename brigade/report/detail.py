@@ -152,8 +152,11 @@ def fault_text(doc: Mapping[str, Any] | None) -> str | None:
 
 
 def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attempt, ...]:
-    numbers = sorted(store.attempt_numbers(cell_dir))
+    numbers = store.attempt_numbers(cell_dir)
     current = receipt.get("attempt") if receipt is not None else None
+    if isinstance(current, int) and current > 0 and current not in numbers:
+        numbers.append(current)  # its folder is gone: the receipt still says what it was
+    numbers.sort()
     attempts = []
     for number in numbers:
         folder = cell_dir / store.ATTEMPTS_DIR / store.attempt_name(number)
@@ -202,6 +205,9 @@ def read_transcript(path: Path) -> tuple[dict[str, Any], ...] | None:
     return tuple(entry for entry in entries if isinstance(entry, dict))
 
 
+_READ = object()  # read the receipt from the cell's folder
+
+
 def read_record(
     out: Path,
     cell: Cell,
@@ -209,14 +215,18 @@ def read_record(
     workspace: Path | None = None,
     answer_limit: int | None = READ_LIMIT,
     stderr_lines: int = 20,
+    receipt: Any = _READ,
 ) -> CellRecord:
     """What the output directory records of a cell (`answer_limit` None: the whole answer).
 
     `workspace` is where the plan ran: a writable run without changes.patch is
-    diffed against its base commit there.
+    diffed against its base commit there. `receipt`: the cell's trusted receipt
+    (or None) when the caller has read it already.
     """
     cell_dir = store.cell_dir(out, cell.cell_id)
-    receipt = store.read_receipt(out, cell.cell_id)
+    if receipt is _READ:
+        receipt = store.read_receipt(out, cell.cell_id)
+    receipt = dict(receipt) if receipt is not None else None
     attempts = _attempts(cell_dir, receipt)
     attempt = receipt.get("attempt") if receipt is not None else None
     run_dir = store.run_dir(out, cell.cell_id, attempt) if isinstance(attempt, int) else None

@@ -1,4 +1,8 @@
-"""JUnit XML for CI test reporters: a testsuite per seat, a testcase per cell."""
+"""JUnit XML for CI test reporters: a testsuite per seat, a testcase per cell.
+
+A testcase's `<system-out>` holds the agent's answer and `<system-err>` the fault
+it met (both projected and cut); its failure or error message says why.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from brigade.report.model import ReportCell, grader_lines
+from brigade.report.model import ReportCell
 
 # characters XML 1.0 cannot carry, even escaped
 _XML_ILLEGAL = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -80,11 +84,11 @@ def junit_xml(name: str, cells: Sequence[ReportCell]) -> bytes:
                 tag, attributes = outcome
                 ET.SubElement(case, tag, {k: _xml_text(v) for k, v in attributes.items()})
                 counts[{"failure": "failures", "error": "errors"}.get(tag, tag)] += 1
-            lines = grader_lines(cell)
-            if cell.failure_detail:
-                lines.append(f"detail: {cell.failure_detail}")
-            if lines:
-                ET.SubElement(case, "system-out").text = _xml_text("\n".join(lines))
+            # what the agent said (a CI test tab shows it) and the fault it met
+            if cell.answer:
+                ET.SubElement(case, "system-out").text = _xml_text(cell.answer)
+            if cell.fault:
+                ET.SubElement(case, "system-err").text = _xml_text(cell.fault)
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

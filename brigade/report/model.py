@@ -26,6 +26,9 @@ class ReportCell:
     failure_detail: str | None
     run_dir: str | None
     graders: tuple[dict[str, Any], ...]
+    # the answer (projected and cut, with a note when cut) and the fault, as JUnit shows them
+    answer: str | None = None
+    fault: str | None = None
 
     @property
     def measurement_failure(self) -> bool:
@@ -189,3 +192,14 @@ def usage_text(usage: Mapping[str, Any] | None) -> str | None:
     if names:
         parts.append("model " + ", ".join(str(n) for n in names))
     return ", ".join(parts) or None
+
+
+def state_class(state: str, failure_reason: str | None) -> str:
+    """The CSS class of a state: accepted, failed (a real failure), fault, or other."""
+    if state == "accepted":
+        return "accepted"
+    if is_real_failure(state, failure_reason):
+        return "failed"
+    if is_measurement_failure(state, failure_reason):
+        return "fault"
+    return "other"

@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import html
+import json
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from brigade.report.model import ReportCell, failure_reasons, grader_lines
+from brigade.report.model import ReportCell, failure_reasons, grader_lines, state_class
+from brigade.report.pages import case_anchor, case_page, cell_anchor, cell_page
+
+# a matrix entry links each trial's detail up to this many trials
+TRIAL_LINKS = 12
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where the index page links to: its detail pages' folder and how they are named."""
+
+    folder: str  # beside the page: index_files
+    width: int  # hex digits naming a page
+
+    def cell(self, cell_id: str) -> str:
+        """The link to a cell's detail."""
+        return f"{self.folder}/{cell_page(cell_id, self.width)}#{cell_anchor(cell_id)}"
+
+    def case(self, case_id: str) -> str:
+        """The link to a case's answers side by side."""
+        return f"{self.folder}/{case_page(case_id, self.width)}#{case_anchor(case_id)}"
+
 
 LEGEND = (
     "accepted/scored trials per seat x case; scored = accepted + rejected + execution_error "
@@ -81,34 +104,112 @@ ul.graders{margin:0;padding-left:1.1em}
 #cells{width:100%}#cells td{overflow-wrap:anywhere}
 tr.accepted td.state{color:#176117}tr.failed td.state{color:#a11}
 tr.fault td.state{color:#8a5a00}
+.trials{display:block;margin-top:.2em}.trials a.t{display:inline-block;min-width:1.3em;
+margin:0 .1em;border-radius:3px;background:#fff;text-decoration:none;font-size:.85em}
+a.accepted{color:#176117}a.failed{color:#a11}a.fault{color:#8a5a00}a.other{color:#555}
 """
 
 SCRIPT = """
 (function () {
+  var STEP = 2000;
+  function more(id) {
+    var node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : [];
+  }
+  // the cells: the first rows are in the page, the others are rendered when asked for
   var box = document.getElementById("filter");
   var count = document.getElementById("count");
-  var rows = Array.prototype.slice.call(document.querySelectorAll("#cells tbody tr"));
+  var button = document.getElementById("more-cells");
+  var extra = document.getElementById("cells-extra");
+  var rows = Array.prototype.slice.call(document.querySelectorAll("#cells tbody.static tr"));
+  var waiting = Number(extra.getAttribute("data-count"));
+  var items = null;
+  var limit = 0;
   function apply() {
     var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    function keep(text) {
+      return words.every(function (word) { return text.indexOf(word) !== -1; });
+    }
     var shown = 0;
     rows.forEach(function (row) {
-      var text = row.getAttribute("data-text") || "";
-      var keep = words.every(function (word) { return text.indexOf(word) !== -1; });
-      row.hidden = !keep;
-      if (keep) { shown += 1; }
+      var kept = keep(row.getAttribute("data-text") || "");
+      row.hidden = !kept;
+      if (kept) { shown += 1; }
     });
-    count.textContent = shown + " of " + rows.length + " cells shown";
+    var matching = shown;
+    var parts = [];
+    var want = words.length ? Math.max(limit, STEP) : limit;
+    if (waiting && (want > 0 || words.length)) {
+      items = items || more("cells-more");
+      items.forEach(function (item) {
+        if (keep(item[0])) {
+          matching += 1;
+          if (parts.length < want) { parts.push(item[1]); }
+        }
+      });
+    } else {
+      matching += waiting;
+    }
+    extra.innerHTML = parts.join("");
+    shown += parts.length;
+    count.textContent = shown + " of " + (rows.length + waiting) + " cells shown" +
+      (matching > shown ? " (" + matching + " match)" : "");
+    button.hidden = matching <= shown;
   }
-  box.addEventListener("input", apply);
+  box.addEventListener("input", function () { limit = 0; apply(); });
+  button.addEventListener("click", function () { limit += STEP; apply(); });
+  // the matrix: cases past the first are rendered when asked for
+  var cases = document.getElementById("more-cases");
+  function allCases() {
+    document.getElementById("matrix-extra").innerHTML = more("matrix-more").join("");
+    cases.hidden = true;
+  }
+  if (cases) { cases.addEventListener("click", allCases); }
+  // a link may ask for a filter (#filter=words) or for everything (#all)
+  var hash = decodeURIComponent(window.location.hash.slice(1));
+  if (hash.indexOf("filter=") === 0) { box.value = hash.slice(7); }
+  if (hash === "all") {
+    limit = rows.length + waiting;
+    if (cases) { allCases(); }
+  }
   apply();
   document.body.setAttribute("data-ready", "1");
 })();
 """
+# rows (cells, matrix cases) in the page itself; the others wait in the page's data
+STATIC_ROWS = 300
 
 
-def _matrix(stats: Mapping[str, Any]) -> str:
+def _embedded(node_id: str, items: Sequence[Any]) -> str:
+    """JSON data for the page's script, safe inside <script>: no `</` or `<!` in it (the
+    rows' text is HTML-escaped, so every `<` is markup)."""
+    data = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
+    data = data.replace("</", "<\\/").replace("<!", "<\\u0021")
+    return f'<script type="application/json" id="{node_id}">{data}</script>'
+
+
+def _trial_links(members: Sequence[ReportCell], links: Links) -> str:
+    """A link per trial to its detail, named by its number and coloured by its state."""
+    if not members or len(members) > TRIAL_LINKS:
+        return ""
+    anchors = []
+    for cell in members:
+        css = state_class(cell.state, cell.failure_reason)
+        anchors.append(
+            f'<a class="t {css}" href="{_e(links.cell(cell.cell_id))}" '
+            f'title="{_e(cell.coordinate)}: {_e(cell.label)}">{cell.trial}</a>'
+        )
+    return f'<span class="trials">{"".join(anchors)}</span>'
+
+
+def _matrix(
+    stats: Mapping[str, Any], cells: Sequence[ReportCell] = (), links: Links | None = None
+) -> str:
     seats = list(stats["by_seat"])
     cases, cell = _grid(stats)
+    members: dict[tuple[str, str], list[ReportCell]] = {}
+    for one in cells:
+        members.setdefault((one.seat, one.case_id), []).append(one)
     head = "".join(f"<th>{_e(seat)}</th>" for seat in seats)
     rows = []
     for case in cases:
@@ -124,12 +225,28 @@ def _matrix(stats: Mapping[str, Any]) -> str:
                 f"measurement failures {group['measurement_failures']}; "
                 f"unscored {group['unscored']}; not run {group['unfinished']}"
             )
+            ratio = _e(_ratio(group))
+            trials = ""
+            if links is not None:
+                ratio = f'<a href="{_e(links.case(case))}">{ratio}</a>'
+                trials = _trial_links(members.get((seat, case), []), links)
             tds.append(
                 f'<td class="rate" style="background:{_colour(group["accepted_rate"])}" '
-                f'title="{_e(title)}">{_e(_ratio(group))}'
-                f"<small>{_e(_percent(group['accepted_rate']))}</small></td>"
+                f'title="{_e(title)}">{ratio}'
+                f"<small>{_e(_percent(group['accepted_rate']))}</small>{trials}</td>"
             )
-        rows.append(f"<tr><th>{_e(case)}</th>{''.join(tds)}</tr>")
+        head_cell = _e(case)
+        if links is not None:
+            head_cell = f'<a href="{_e(links.case(case))}">{head_cell}</a>'
+        rows.append(f"<tr><th>{head_cell}</th>{''.join(tds)}</tr>")
+    rest = rows[STATIC_ROWS:]
+    more = ""
+    if rest:
+        more = (
+            f'<tbody id="matrix-extra"></tbody>'
+            f'<tbody><tr><td colspan="{len(seats) + 1}"><button id="more-cases" type="button">'
+            f"show the other {len(rest)} cases</button></td></tr></tbody>"
+        )
     totals = "".join(
         f'<td class="rate" style="background:{_colour(stats["by_seat"][s]["accepted_rate"])}">'
         f"{_e(_ratio(stats['by_seat'][s]))}"
@@ -139,9 +256,10 @@ def _matrix(stats: Mapping[str, Any]) -> str:
     )
     return (
         f'<table id="matrix"><thead><tr><th>case \\ seat</th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody>"
+        f"<tbody>{''.join(rows[:STATIC_ROWS])}</tbody>{more}"
         f"<tfoot><tr><th>all cases</th>{totals}</tr></tfoot></table>"
-        f'<p class="legend">{_e(LEGEND)}</p>'
+        + (_embedded("matrix-more", rest) if rest else "")
+        + f'<p class="legend">{_e(LEGEND)}</p>'
     )
 
 
@@ -281,17 +399,23 @@ def _failure_table(cells: Sequence[ReportCell], seats: Sequence[str]) -> str:
     )
 
 
-def _row_class(cell: ReportCell) -> str:
-    if cell.state == "accepted":
-        return "accepted"
-    if cell.real_failure:
-        return "failed"
-    if cell.measurement_failure:
-        return "fault"
-    return "other"
+def _cell_table(cells: Sequence[ReportCell], links: Links | None = None) -> str:
+    """The cell list: the first rows in the page, the others as data the script renders."""
+    rows = _cell_rows(cells, links)
+    rest = rows[STATIC_ROWS:]
+    static = "".join(row for _, row in rows[:STATIC_ROWS])
+    return (
+        '<table id="cells"><thead><tr><th>coordinate</th><th>state</th><th>attempt</th>'
+        "<th>duration</th><th>score</th><th>graders</th></tr></thead>"
+        f'<tbody class="static">{static}</tbody>'
+        f'<tbody id="cells-extra" data-count="{len(rest)}"></tbody></table>'
+        '<p><button id="more-cells" type="button" hidden>show more cells</button></p>'
+        + (_embedded("cells-more", [list(row) for row in rest]) if rest else "")
+    )
 
 
-def _cell_rows(cells: Sequence[ReportCell]) -> str:
+def _cell_rows(cells: Sequence[ReportCell], links: Links | None = None) -> list[tuple[str, str]]:
+    """(filter text, table row) of every cell."""
     rows = []
     for cell in cells:
         graders = "".join(f"<li>{_e(line)}</li>" for line in grader_lines(cell))
@@ -299,18 +423,29 @@ def _cell_rows(cells: Sequence[ReportCell]) -> str:
         duration = "–" if cell.duration is None else f"{cell.duration:.2f} s"
         score = "–" if cell.score is None else f"{cell.score:.3f}"
         text = f"{cell.coordinate} {cell.label}".lower()
-        rows.append(
-            f'<tr class="{_row_class(cell)}" data-text="{_e(text)}">'
-            f'<td>{_e(cell.coordinate)}</td><td class="state">{_e(cell.label)}</td>'
+        row = (
+            f'<tr class="{state_class(cell.state, cell.failure_reason)}" data-text="{_e(text)}">'
+            f"<td>{_coordinate(cell, links)}</td>"
+            f'<td class="state">{_e(cell.label)}</td>'
             f'<td class="num">{_e(cell.attempt if cell.attempt is not None else "–")}</td>'
             f'<td class="num">{_e(duration)}</td><td class="num">{_e(score)}</td>'
             f'<td><ul class="graders">{graders}</ul>{detail}</td></tr>'
         )
-    return "".join(rows)
+        rows.append((text, row))
+    return rows
 
 
-def html_page(summary: Mapping[str, Any], cells: Sequence[ReportCell]) -> str:
-    """The HTML report: one self-contained file (inline CSS, JS and SVG; no network)."""
+def _coordinate(cell: ReportCell, links: Links | None) -> str:
+    if links is None:
+        return _e(cell.coordinate)
+    return f'<a href="{_e(links.cell(cell.cell_id))}">{_e(cell.coordinate)}</a>'
+
+
+def html_page(
+    summary: Mapping[str, Any], cells: Sequence[ReportCell], links: Links | None = None
+) -> str:
+    """The HTML report: one self-contained file (inline CSS, JS and SVG; no network), with
+    links to its detail pages when `links` says where they are."""
     stats = summary["trial_stats"]
     seats = list(stats["by_seat"])
     counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v) or "no cells"
@@ -338,7 +473,7 @@ style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 Outcome <strong>{_e(summary["outcome"])}</strong> (exit {_e(summary["exit_code"])}).
 Measurement failures: {failures}. Manifest {_e(summary["manifest_digest"])}.</p>
 <h2>Accepted rate by seat and case</h2>
-{_matrix(stats)}
+{_matrix(stats, cells, links)}
 <h2>Accepted rate by seat (95% Wilson interval)</h2>
 {_bar_chart(stats["by_seat"])}
 {_seat_table(stats)}
@@ -353,9 +488,7 @@ are (unbiased estimators over scored trials, averaged over cases for a seat).</p
 <h2>Cells</h2>
 <p><input id="filter" type="search" placeholder="filter by coordinate or state" \
 aria-label="filter cells"> <span id="count"></span></p>
-<table id="cells"><thead><tr><th>coordinate</th><th>state</th><th>attempt</th><th>duration</th>\
-<th>score</th><th>graders</th></tr></thead>
-<tbody>{_cell_rows(cells)}</tbody></table>
+{_cell_table(cells, links)}
 <script>{SCRIPT}</script>
 </body>
 </html>
