@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -439,3 +440,14 @@ def test_usage_is_shown_when_known() -> None:
         changes=None,
     )
     assert "\nusage: 5 output tokens, model m1\n" in cell_text(record)
+
+
+def test_doit_info_says_where_a_cell_is(finished: Project) -> None:
+    cell_id = receipts_of(finished)["wrong:alpha:1"]["cell_id"]
+    done = finished.doit("info", "cell:wrong:alpha:1")
+    assert done.returncode == 0, done.stderr
+    meta = done.stdout.split("meta       : ", 1)[1]
+    assert ast.literal_eval(meta) == {  # doit prints the dict with pprint
+        "cell_id": cell_id,
+        "folder": str(finished.out / "cells" / cell_id),
+    }

@@ -116,7 +116,7 @@ def test_the_namespace_wires_every_task(finished_battery: Project) -> None:
     assert cells[0]["task_dep"] == [tasks.FINISHED_TASK]
     assert cells[1]["doc"] == (
         "5 finished cells (accepted 1, adapter_error 1, execution_error 1, rejected 1, "
-        "unscored 1); brigade show lists them"
+        "unscored 1); brigade show DIR --cells lists them"
     )
     summary = names["task_summary"]()
     assert summary["task_dep"] == ["plan", "grade", "cell"]

@@ -231,17 +231,20 @@ def cell_tasks(
         yield {
             "basename": FINISHED_TASK,
             "doc": f"{collected} finished cells ({_states_line(chosen.collected)}); "
-            "brigade show lists them",
+            "brigade show DIR --cells lists them",
             "actions": [],
             "uptodate": [True],
         }
     always = session.options.always
+    cells_folder = f"{session.ctx.out}/{store.CELLS_DIR}/"
     for task in chosen.own:
         cell = task.cell
         yield {
             "basename": cell_task_name(cell.coordinate),
             "doc": f"{task.state or 'not run'}: {cell.case_id} on {cell.seat.name}, "
             f"trial {cell.trial}",
+            # `doit info cell:<coordinate>` shows it: where the cell's files are
+            "meta": {"cell_id": cell.cell_id, "folder": cells_folder + cell.cell_id},
             "actions": [
                 (
                     guarded,
