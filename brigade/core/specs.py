@@ -12,6 +12,7 @@ DEFAULT_TIMEOUT_SECONDS = 600.0
 DEFAULT_TRANSPORT = "direct"
 DEFAULT_CODEX_TRANSPORT = "exec"
 DEFAULT_MODE = "read-only"
+DEFAULT_BACKOFF_SECONDS = 10.0
 
 
 class Case(NamedTuple):
@@ -44,8 +45,26 @@ class Manifest:
 
 
 @dataclass(frozen=True)
+class RetryPolicy:
+    """How a seat's transient faults are retried within a run (never part of its identity).
+
+    `max_retries` new attempts at most per cell; the first waits `backoff_seconds`,
+    each later one twice as long as the one before (plus jitter); `timeouts`: a
+    timed-out seat is retried too.
+    """
+
+    max_retries: int = 0
+    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS
+    timeouts: bool = False
+
+
+@dataclass(frozen=True)
 class SeatSpec:
-    """One seat, with roster defaults applied."""
+    """One seat, with roster defaults applied.
+
+    `max_concurrency`, `limit` (the name of a shared cap in the roster's `limits`)
+    and `retry` say how the seat is scheduled; they are not part of its identity.
+    """
 
     name: str
     cli: str
@@ -57,6 +76,9 @@ class SeatSpec:
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     codex_transport: str | None = None
     roster_dir: str = "."
+    max_concurrency: int | None = None
+    limit: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     def identity(self) -> dict[str, Any]:
         """The seat's part of the cell identity payload (frozen field set)."""
@@ -96,6 +118,8 @@ class Roster:
     codex_transport: str
     timeout_seconds: float
     executor: ExecutorSpec | None = None  # the roster's `executor`, when it has one
+    # shared caps: limit name -> how many runs of the seats naming it may be in flight
+    limits: Mapping[str, int] = field(default_factory=dict)
     # seats a manifest cannot use, with the one-line problem (agents of an original
     # roster.toml that brigade cannot run: no cli, or a cli it has no adapter for)
     unusable: Mapping[str, str] = field(default_factory=dict)

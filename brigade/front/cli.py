@@ -102,6 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         always=args.always,
         executor=args.executor,
         scheduler=args.scheduler,
+        jobs=args.jobs,
     )
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
     # hold the lock before scanning, so the scan sees a quiet output directory

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from brigade.core.plan import Plan
 from brigade.core.taxonomy import EXIT_MEASUREMENT, EXIT_UNUSABLE, exit_bucket
@@ -21,6 +21,9 @@ from brigade.errors import BrigadeError
 from brigade.outdir import lock, store
 from brigade.outdir.results import current_views, summary_headline
 from brigade.run import proc
+
+if TYPE_CHECKING:
+    from brigade.run.schedule import Scheduler
 
 # a task refused for bad input or tampering carries this prefix in its message
 REFUSED = "brigade-refused: "
@@ -47,6 +50,20 @@ class RunInfo:
     exit_code: int | None = None
     # `doit` itself: the process ends right after the run (the CLI still has work to do)
     end_process: bool = False
+    # the scheduler of the seat runs, when any may run; the cells handed to it (counted
+    # when their runs are recorded, not when their tasks end)
+    scheduler: Scheduler | None = None
+    handed: set[str] = field(default_factory=set)
+
+    def final_notes(self) -> tuple[list[str], bool]:
+        """What the run says after its headline (one line each), and whether it is a
+        measurement failure whatever the cells' states (a seat stopped, launching stopped)."""
+        lines: list[str] = []
+        stopped = False
+        if self.scheduler is not None:
+            lines.extend(self.scheduler.lines())
+            stopped = self.scheduler.any_stopped
+        return lines, stopped
 
 
 def plan_bucket(out: Path, plan: Plan) -> int:
@@ -106,6 +123,8 @@ def make_reporter(info: RunInfo) -> type:
 
         def add_success(self, task: Any) -> None:
             cell_id = info.cell_tasks.get(task.name)
+            if cell_id in info.handed:
+                return  # counted once its seat run is recorded
             if cell_id is not None:
                 receipt = store.read_receipt(info.out, cell_id)
                 state = receipt["state"] if receipt is not None else None
@@ -147,6 +166,7 @@ def make_reporter(info: RunInfo) -> type:
             pass
 
         def complete_run(self) -> None:
+            self._finish_handed()
             self._clear_progress()
             code = self._exit_code()
             info.exit_code = code
@@ -157,6 +177,20 @@ def make_reporter(info: RunInfo) -> type:
             raise SystemExit(code)
 
         # -- helpers -------------------------------------------------------------
+
+        def _finish_handed(self) -> None:
+            """Cells handed to the scheduler whose runs no `collect` task waited for (doit
+            was asked for single cell tasks): wait for them here, so none is cut short."""
+            scheduler = info.scheduler
+            if scheduler is None or self.interrupted is not None or not scheduler.busy:
+                return
+            try:
+                scheduler.drain(self._count)
+            except BrigadeError as exc:
+                self.refused.append(str(exc))
+            except Exception as exc:  # any other failure is brigade's own
+                if self.interrupted is None:
+                    self.errors.append(f"seat runs: {exc}")
 
         def _on_signal(self, signum: int, frame: FrameType | None) -> None:
             self.interrupted = signum
@@ -197,7 +231,10 @@ def make_reporter(info: RunInfo) -> type:
                 self.err.write(f"brigade: {line}\n")
             else:
                 bucket = plan_bucket(info.out, info.plan)
-            if self.errors:
+            notes, stopped = info.final_notes()
+            for note in notes:
+                self.err.write(f"brigade: {note}\n")
+            if self.errors or stopped:
                 return EXIT_MEASUREMENT
             return bucket
 

@@ -7,14 +7,13 @@ hand it to `tasks`, so they run the same tasks through the same code.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
@@ -28,10 +27,11 @@ from brigade.outdir import caches, lock, store
 from brigade.outdir.planfile import plan_against_disk
 from brigade.run import graders
 from brigade.run.doctor import read_only_warnings
-from brigade.run.runner import RunContext, record_seat_run
+from brigade.run.runner import RunContext, finish, run_cell, start_attempt
 
 if TYPE_CHECKING:
     from brigade.run.cluster import DaskExecutor
+    from brigade.run.schedule import Scheduler
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class Options:
     always: bool = False
     executor: ExecutorKind | None = None  # None: the roster's `executor`, else local
     scheduler: str | None = None  # the dask scheduler's address (overrides the roster's)
+    jobs: int = 1  # seat runs in flight at most (-n); the dask executor has no such cap
 
 
 @dataclass
@@ -252,9 +253,35 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
             workspace,
             to_run,
             manifest.execution_mode == "writable-worktree",
-            record=functools.partial(record_seat_run, ctx),
         )
     return session
+
+
+def build_scheduler(session: Session) -> Scheduler:
+    """The scheduler of a run whose cells must run: caps from the roster and -n, seat runs
+    in threads here, or submitted to the Dask cluster (with no overall cap: the workers'
+    resources are the cap there)."""
+    from brigade.run.schedule import Job, Scheduler, limits_for
+
+    ctx = session.ctx
+    seats = [session.roster.seats[name] for name in session.manifest.seats]
+    policies = {seat.name: seat.retry for seat in seats}
+    cluster = session.cluster
+    if cluster is None:
+        limits = limits_for(seats, session.roster.limits, session.options.jobs)
+        return Scheduler(limits, policies, run=lambda job: run_cell(ctx, job.cell))
+    limits = limits_for(seats, session.roster.limits, None)
+
+    def start(job: Job) -> None:
+        attempt, started_at = start_attempt(ctx, job.cell, read=True)
+
+        def record(run_doc: dict[str, Any]) -> dict[str, Any]:
+            return finish(ctx, job.cell, attempt, started_at, run_doc, None)
+
+        cluster.submit(job.cell, attempt, record, lambda recorded: scheduler.post(job, recorded))
+
+    scheduler = Scheduler(limits, policies, start=start)
+    return scheduler
 
 
 def scan(session: Session) -> None:

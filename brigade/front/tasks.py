@@ -7,6 +7,7 @@ runs, so a stale decision can only cost a no-op.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doit import create_after
 from doit.exceptions import TaskFailed
@@ -23,11 +24,12 @@ from brigade.core.plan import Cell, Plan
 from brigade.core.receipts import ReceiptView
 from brigade.core.specs import ExecutorKind
 from brigade.core.taxonomy import Action
-from brigade.errors import BrigadeError, EnvironmentProblem
+from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front.reporter import REFUSED, RunInfo, make_reporter
 from brigade.front.session import (
     Options,
     Session,
+    build_scheduler,
     indexes_changed,
     load_inputs,
     lock_output,
@@ -37,7 +39,10 @@ from brigade.front.session import (
 from brigade.outdir import store
 from brigade.outdir.planfile import write_plan
 from brigade.report.finish import finish_run, leak_lines
-from brigade.run.runner import RunContext, Submit, bring_up_to_date, regrade_if_needed
+from brigade.run.runner import Hand, RunContext, bring_up_to_date, regrade_if_needed
+
+if TYPE_CHECKING:
+    from brigade.run.schedule import Scheduler
 
 DOIT_BACKEND = "json"
 # a run collects the cells already finished in this one task (see `select`)
@@ -213,10 +218,12 @@ def plan_task(session: Session) -> dict[str, Any]:
     }
 
 
-def cell_tasks(
-    chosen: Selection, session: Session, submit: Submit | None
-) -> Iterator[dict[str, Any]]:
-    """`cell` (every cell), `cell:finished` (the collected ones) and one task per own cell."""
+def cell_tasks(chosen: Selection, session: Session, hand: Hand | None) -> Iterator[dict[str, Any]]:
+    """`cell` (every cell), `cell:finished` (the collected ones) and one task per own cell.
+
+    A cell whose seat must run is handed to the scheduler (`hand`): its task
+    returns at once and the `collect` task waits for the seat runs.
+    """
     collected = sum(chosen.collected.values())
     yield {
         "basename": CELLS_GROUP,
@@ -254,7 +261,7 @@ def cell_tasks(
                         cell,
                         session.reuse.get(cell.cell_id),
                         always,
-                        submit,
+                        hand,
                     ],
                 )
             ],
@@ -276,19 +283,28 @@ def grade_tasks(chosen: Selection, ctx: RunContext) -> Iterator[dict[str, Any]]:
         }
 
 
-def collect_task(collect: Callable[..., Any], info: RunInfo) -> dict[str, Any]:
-    """`collect`: wait for the seat runs on the Dask cluster and record each as it finishes."""
+def collect_task(scheduler: Scheduler, session: Session, info: RunInfo) -> dict[str, Any]:
+    """`collect`: wait for the seat runs the cell tasks handed over, recording each."""
     return {
-        "doc": "Wait for the seat runs on the Dask cluster and record each as it finishes.",
-        "actions": [(guarded, [collect, _progress(info)])],
-        # cell tasks only submit (and write `running`); one task waits for them all,
-        # so a thousand cells in flight need no thousand local threads
+        "doc": "Wait for the seat runs the cell tasks handed over; record each as it finishes.",
+        "actions": [(guarded, [collect, scheduler, session, _progress(info)])],
+        # cell tasks only hand their cells over; one task waits for them all, so the
+        # seats' own caps decide what runs when, not doit's threads
         "task_dep": [CELLS_GROUP],
         "uptodate": [False],
     }
 
 
-def summary_task(chosen: Selection, session: Session) -> dict[str, Any]:
+def collect(scheduler: Scheduler, session: Session, count: Callable[[str | None], None]) -> None:
+    """Drain the scheduler (then let go of the Dask cluster, when seats ran there)."""
+    try:
+        scheduler.drain(count)
+    finally:
+        if session.cluster is not None:
+            session.cluster.close()
+
+
+def summary_task(chosen: Selection, session: Session, collecting: bool) -> dict[str, Any]:
     """`summary`: finish the run (summary.json, export, report, leak checks), keep the caches."""
     return {
         "doc": "Write summary.json, the export and the report; check they leak nothing.",
@@ -313,7 +329,7 @@ def summary_task(chosen: Selection, session: Session) -> dict[str, Any]:
             "plan",
             "grade",
             CELLS_GROUP,
-            *(["collect"] if session.cluster is not None else []),
+            *(["collect"] if collecting else []),
         ],
         "uptodate": [False],
     }
@@ -347,7 +363,12 @@ def namespace(
     for task in chosen.own:
         info.cell_tasks[cell_task_name(task.cell.coordinate)] = task.cell.cell_id
         info.loaded_states[task.cell.cell_id] = task.state
-    cluster = session.cluster
+    # the scheduler exists only when a seat may run (it is not even imported otherwise)
+    scheduler = None
+    if not listing and any(task.action in ("run", "reuse") for task in chosen.own):
+        scheduler = build_scheduler(session)
+        info.scheduler = scheduler
+    hand = _hand_to(scheduler, info) if scheduler is not None else None
 
     # Created only once `plan` has run, and only when something needs them (a
     # default run, `doit cell:...`, the summary): `doit plan` of a big battery
@@ -355,7 +376,7 @@ def namespace(
     @create_after(executed="plan")
     def task_cell() -> Iterator[dict[str, Any]]:
         """Every cell (each one is its own task below)."""
-        return cell_tasks(chosen, session, cluster.submit if cluster is not None else None)
+        return cell_tasks(chosen, session, hand)
 
     generators: dict[str, Any] = {
         "DOIT_CONFIG": {
@@ -368,11 +389,21 @@ def namespace(
         "task_plan": lambda: plan_task(session),
         "task_cell": task_cell,
         "task_grade": lambda: grade_tasks(chosen, session.ctx),
-        "task_summary": lambda: summary_task(chosen, session),
+        "task_summary": lambda: summary_task(chosen, session, scheduler is not None),
     }
-    if cluster is not None:
-        generators["task_collect"] = lambda: collect_task(cluster.collect, info)
+    if scheduler is not None:
+        generators["task_collect"] = lambda: collect_task(scheduler, session, info)
     return generators
+
+
+def _hand_to(scheduler: Scheduler, info: RunInfo) -> Hand:
+    """Hands a cell to the scheduler; the reporter counts it once its run is recorded."""
+
+    def hand(cell: Cell) -> None:
+        info.handed.add(cell.cell_id)
+        scheduler.add(cell)
+
+    return hand
 
 
 def _progress(info: RunInfo) -> Callable[[str | None], None]:
@@ -444,19 +475,43 @@ def _executor(value: str | None) -> ExecutorKind | None:
     raise BrigadeError(f"doit variable executor={value!r}: use local or dask")
 
 
-def doit_command() -> tuple[Any | None, tuple[str, ...]]:
-    """The doit command importing the dodo right now (run, list, info, ...) and the
-    positional arguments it was given; (None, ()) when doit is not importing it
-    (doit passes the dodo nothing that says so: it is found on the stack)."""
+def _doit_execute() -> dict[str, Any]:
+    """The locals of the doit command importing the dodo right now ({} when doit is not
+    importing it: doit passes the dodo nothing that says so, it is found on the stack)."""
     from doit.cmd_base import DoitCmdBase
 
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code is DoitCmdBase.execute.__code__:
-            args = frame.f_locals.get("args") or ()
-            return frame.f_locals.get("self"), tuple(str(arg) for arg in args)
+            return frame.f_locals
         frame = frame.f_back
-    return None, ()
+    return {}
+
+
+def doit_command() -> tuple[Any | None, tuple[str, ...]]:
+    """The doit command importing the dodo right now (run, list, info, ...) and the
+    positional arguments it was given; (None, ()) when doit is not importing it."""
+    found = _doit_execute()
+    args = found.get("args") or ()
+    return found.get("self"), tuple(str(arg) for arg in args)
+
+
+def doit_jobs() -> int:
+    """How many seat runs `doit -n N` allows at once (1 without -n).
+
+    The cell tasks only hand their cells to brigade's scheduler, which runs up
+    to N seats in threads of doit's own process: `-P process` (doit's default
+    parallel type when given on the command line) would fork them away from it.
+    """
+    params = _doit_execute().get("params") or {}
+    jobs = params.get("num_process") or 0
+    explicit: set[str] = getattr(params, "_non_default_keys", set())
+    if jobs and params.get("par_type") == "process" and "par_type" in explicit:
+        raise InputError(
+            "doit -P process: brigade runs the seats in threads of doit's own process; "
+            "drop -P process (-n N alone runs N seats at once)"
+        )
+    return max(1, int(jobs))
 
 
 def writes(command: Any | None) -> bool:
@@ -474,7 +529,7 @@ def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
     """
     command, args = doit_command()
     try:
-        options = options_from_variables(variables)
+        options = dataclasses.replace(options_from_variables(variables), jobs=doit_jobs())
         inputs = load_inputs(options.manifest, options.roster, options.workspace)
         if writes(command):
             lock_output(options, inputs[0])

@@ -7,10 +7,12 @@ from typing import Any
 
 from brigade.core.jsonpath import format_path
 from brigade.core.specs import (
+    DEFAULT_BACKOFF_SECONDS,
     DEFAULT_CODEX_TRANSPORT,
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_TRANSPORT,
     ExecutorSpec,
+    RetryPolicy,
     Roster,
     SeatSpec,
 )
@@ -62,6 +64,8 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
     codex_transport = doc.get("codex_transport", DEFAULT_CODEX_TRANSPORT)
     default_timeout = float(doc.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS))
     roster_dir = str(path.resolve().parent)
+    limits = {name: int(cap) for name, cap in (doc.get("limits") or {}).items()}
+    default_retry = doc.get("retry") or {}
     seats: dict[str, SeatSpec] = {}
     for name, raw in doc["seats"].items():
         problem = check_cli(raw["cli"])
@@ -69,6 +73,13 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             where = format_path(["seats", name, "cli"])
             raise InputError(f"{label}: {where}: {problem}")
         _refuse_nul(raw, ["seats", name], label)
+        limit = raw.get("limit")
+        if limit is not None and limit not in limits:
+            known = ", ".join(sorted(limits)) or "none"
+            raise InputError(
+                f"{label}: {format_path(['seats', name, 'limit'])}: no limit {limit!r} in the "
+                f"roster's `limits` (defined: {known}); add `limits: {{{limit}: N}}`"
+            )
         seats[name] = SeatSpec(
             name=name,
             cli=raw["cli"],
@@ -80,6 +91,9 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             timeout_seconds=float(raw.get("timeout_seconds", default_timeout)),
             codex_transport=codex_transport if raw["cli"] == "codex" else None,
             roster_dir=roster_dir,
+            max_concurrency=raw.get("max_concurrency"),
+            limit=limit,
+            retry=retry_policy({**default_retry, **(raw.get("retry") or {})}),
         )
     raw_executor = doc.get("executor")
     return Roster(
@@ -92,6 +106,16 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             if raw_executor is not None
             else None
         ),
+        limits=limits,
+    )
+
+
+def retry_policy(raw: dict[str, Any]) -> RetryPolicy:
+    """A `retry` mapping of a roster (valid: checked by its schema) as a RetryPolicy."""
+    return RetryPolicy(
+        max_retries=int(raw.get("max", 0)),
+        backoff_seconds=float(raw.get("backoff_seconds", DEFAULT_BACKOFF_SECONDS)),
+        timeouts=bool(raw.get("timeouts", False)),
     )
 
 

@@ -1,14 +1,17 @@
 """The Dask executor: seats run on the workers of a Dask cluster, the coordinator records them.
 
 The coordinator (the process running doit) connects once before anything is
-written, submits one Dask task per seat run with `resources={<adapter>: 1}` and
-keeps its future here; the `collect` task waits for them with `as_completed`
-and records each run exactly as a local run is recorded (`seat.record_run`, then
-the `record` it was given, `runner.finish`: graders run on the coordinator). A
-worker runs the seat with `seat.execute_seat`, the code a local run uses; this
-module knows nothing of a cell's lifecycle beyond that. A fault of the engine (a
-worker that died, a lost scheduler, a cancelled task) is an apparatus fault of
-that cell: adapter_error / transport_drop, which --retry-transient re-runs.
+written. The scheduler (run/schedule.py) decides when a cell's seat run starts;
+`submit` then hands it to the cluster as one Dask task with
+`resources={<adapter>: 1}` and keeps its future here. When the task ends, the
+`done` callback it was given receives a function that records the run exactly
+as a local run is recorded (`seat.record_run`, then the `record` it was given,
+`runner.finish`: graders run on the coordinator), which the scheduler calls in
+its draining thread (the `collect` task). A worker runs the seat with
+`seat.execute_seat`, the code a local run uses; this module knows nothing of a
+cell's lifecycle beyond that. A fault of the engine (a worker that died, a lost
+scheduler, a cancelled task) is an apparatus fault of that cell: adapter_error
+/ transport_drop, which --retry-transient re-runs.
 
 `distributed` is imported only here and only when the executor is used, so the
 local executor needs nothing beyond brigade's own dependencies.
@@ -43,8 +46,10 @@ from brigade.run.seat import (
     unlaunched_run,
 )
 
-# records a seat run on the coordinator: (cell, attempt, started_at, run.json) -> its receipt
-Record = Callable[[Cell, int, str, dict[str, Any]], dict[str, Any]]
+# records one seat run on the coordinator: run.json's document -> the cell's receipt
+Record = Callable[[dict[str, Any]], dict[str, Any]]
+# called once a submitted run ended, with a function that records it (call it once)
+Done = Callable[[Callable[[], dict[str, Any]]], None]
 
 # on a worker: its own checkout of the workspace (else the coordinator's path, if it exists there)
 WORKSPACE_VARIABLE = "BRIGADE_WORKSPACE"
@@ -74,8 +79,8 @@ class RemoteRun:
 class _Pending:
     cell: Cell
     attempt: int
-    started_at: str
     job: SeatJob
+    record: Record
 
 
 class DaskExecutor:
@@ -88,12 +93,10 @@ class DaskExecutor:
         workspace: Path,
         seats: Mapping[str, SeatSpec],
         writable: bool,
-        record: Record,
     ) -> None:
         self.address = address
         self.out = out
         self.workspace = workspace
-        self.record = record
         self.seats = dict(seats)  # seats with cells to run at load time
         self.writable = writable
         self.client: Any = None  # distributed.Client once connected
@@ -168,10 +171,11 @@ class DaskExecutor:
                 offered[name] = max(offered.get(name, 0), float(amount))
         return offered, len(workers)
 
-    def submit(self, cell: Cell, attempt: int, started_at: str) -> None:
+    def submit(self, cell: Cell, attempt: int, record: Record, done: Done) -> None:
         """Hand one seat run to the cluster (its `running` receipt is written); returns at once.
 
-        A submission the engine refuses is recorded at once as an apparatus fault.
+        When the task ends, `done` gets the function that records it; a submission
+        the engine refuses is handed to `done` at once, as an apparatus fault.
         """
         if proc.stopping.is_set():
             raise proc.Interrupted("stopped before the seat run was submitted")
@@ -180,7 +184,7 @@ class DaskExecutor:
                 "the dask executor cannot run under doit -P process (its tasks are tracked in "
                 "the main process); drop -P process: the cluster runs the seats in parallel"
             )
-        pending = _Pending(cell, attempt, started_at, seat_job(cell, attempt, self.head))
+        pending = _Pending(cell, attempt, seat_job(cell, attempt, self.head), record)
         key = f"{TASK_PREFIX}-{cell.cell_id[:16]}-{attempt}-{uuid.uuid4().hex[:8]}"
         try:
             if cell.seat.name not in self._checked:
@@ -197,42 +201,19 @@ class DaskExecutor:
                 retries=0,
             )
         except Exception as exc:
-            self._record_fault(pending, _engine_fault("the seat run could not be submitted", exc))
+            detail = _engine_fault("the seat run could not be submitted", exc)
+            done(lambda: self._record_fault(pending, detail))
             return
         with self._lock:
             self._pending[key] = (pending, future)
 
-    def collect(self, count: Callable[[str | None], None]) -> None:
-        """Wait for every submitted seat run and record each as it finishes (the collect task).
+        def ended(future: Any) -> None:
+            # in the client's event loop: record nothing here, hand it to the draining thread
+            with self._lock:
+                self._pending.pop(key, None)
+            done(lambda: self._record(pending, future))
 
-        A cell whose recording fails (a full disk) does not stop the others from
-        being recorded; the first such error is raised at the end.
-        """
-        with self._lock:
-            futures = [future for _, future in self._pending.values()]
-        if not futures:
-            return
-        from distributed import as_completed
-
-        completed = as_completed(futures, loop=self.client.loop)
-        del futures  # a finished run's data is released on its worker once recorded
-        failure: Exception | None = None
-        try:
-            for future in completed:
-                if proc.stopping.is_set():  # interrupted: its cell stays `running`
-                    raise proc.Interrupted("stopped while waiting for seat runs on the cluster")
-                with self._lock:
-                    pending, _ = self._pending.pop(future.key)
-                try:
-                    receipt = self._record(pending, future)
-                except Exception as exc:
-                    failure = failure or exc
-                    continue
-                count(receipt["state"])
-        finally:
-            self.close()
-        if failure is not None:
-            raise failure
+        future.add_done_callback(ended)
 
     def _record(self, pending: _Pending, future: Any) -> dict[str, Any]:
         """Record a finished task as a local run would be recorded; engine faults as faults."""
@@ -279,7 +260,7 @@ class DaskExecutor:
 
     def _finish(self, pending: _Pending, run_doc: dict[str, Any]) -> dict[str, Any]:
         """Classify, grade (here, on the coordinator) and write the terminal receipt."""
-        return self.record(pending.cell, pending.attempt, pending.started_at, run_doc)
+        return pending.record(run_doc)
 
     def cancel_all(self) -> None:
         """Cancel the seat runs still on the cluster (terminate_all calls it on SIGTERM/Ctrl-C)."""

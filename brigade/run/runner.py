@@ -63,8 +63,8 @@ class RunContext:
     retry_transient: bool = False
 
 
-# hands a seat run to another executor (cell, attempt, started_at); it records it later
-Submit = Callable[[Cell, int, str], None]
+# takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
+Hand = Callable[[Cell], None]
 
 
 def bring_up_to_date(
@@ -72,15 +72,16 @@ def bring_up_to_date(
     cell: Cell,
     reuse_from: str | None = None,
     always: bool = False,
-    submit: Submit | None = None,
+    hand: Hand | None = None,
 ) -> str:
     """Run (or reuse) the seat for a cell that needs it; returns what was done.
 
     The decision is taken again from disk here, so a cell finished by another
     run since the plan was loaded is left alone. `always` runs a new attempt
-    whatever the receipt says (like `make -B`). With `submit` (the Dask
-    executor) the seat run is handed over after the `running` receipt is
-    written, and recorded by whoever collects it.
+    whatever the receipt says (like `make -B`). With `hand` (the scheduler) a
+    cell whose seat must run is handed over before anything is written
+    ("queued"): `run_cell` runs it when its turn comes. A reused run is copied
+    and graded here: it launches nothing.
     """
     receipt, recorded_attempt = store.read_cell_json(ctx.out, cell.cell_id)
     source = _usable_source(ctx, reuse_from) if reuse_from and not always else None
@@ -93,6 +94,33 @@ def bring_up_to_date(
     )
     if action in ("skip", "regrade"):
         return action
+    if source is None and hand is not None:
+        hand(cell)
+        return "queued"
+    attempt, started_at = start_attempt(ctx, cell, receipt, recorded_attempt)
+    if source is not None:
+        run_doc, reused = _copy_run(ctx, source, cell, attempt)
+        finish(ctx, cell, attempt, started_at, run_doc, reused)
+    else:
+        finish(ctx, cell, attempt, started_at, run_seat(ctx, cell, attempt), None)
+    return action
+
+
+def start_attempt(
+    ctx: RunContext,
+    cell: Cell,
+    receipt: dict[str, Any] | None = None,
+    recorded_attempt: int | None = None,
+    *,
+    read: bool = False,
+) -> tuple[int, str]:
+    """Open a new attempt of a cell: end what a crashed attempt left running, make the
+    attempt's folder and write the `running` receipt; its number and `started_at`.
+
+    `read`: read cell.json here (else `receipt` and `recorded_attempt` are what it says).
+    """
+    if read:
+        receipt, recorded_attempt = store.read_cell_json(ctx.out, cell.cell_id)
     crashed = receipt is not None and receipt["state"] == "running"
     if crashed:
         _end_crashed_seat(ctx.out, cell, recorded_attempt)
@@ -100,16 +128,13 @@ def bring_up_to_date(
     started_at = receipt["started_at"] if receipt is not None and crashed else utc_now()
     attempt = store.new_attempt(ctx.out, cell.cell_id, recorded_attempt)
     store.write_receipt(ctx.out, running_receipt(ctx, cell, attempt, started_at))
-    reused = None
-    if source is not None:
-        run_doc, reused = _copy_run(ctx, source, cell, attempt)
-    elif submit is not None:
-        submit(cell, attempt, started_at)
-        return action
-    else:
-        run_doc = run_seat(ctx, cell, attempt)
-    finish(ctx, cell, attempt, started_at, run_doc, reused)
-    return action
+    return attempt, started_at
+
+
+def run_cell(ctx: RunContext, cell: Cell) -> dict[str, Any]:
+    """A new attempt of a cell whose seat must run, here: run, grade, write its receipt."""
+    attempt, started_at = start_attempt(ctx, cell, read=True)
+    return finish(ctx, cell, attempt, started_at, run_seat(ctx, cell, attempt), None)
 
 
 def running_receipt(ctx: RunContext, cell: Cell, attempt: int, started_at: str) -> dict[str, Any]:

@@ -4,22 +4,30 @@
   stderr: TEXT        print TEXT on stderr
   sleep: SECONDS      sleep before answering
   block: PATH         wait until PATH exists (at most 120 s)
+  await: PATH         wait until PATH exists (at most 30 s), else exit 9 ($VARS expanded)
   exit: CODE          exit with CODE after answering
   tempfail: DETAIL    print DETAIL on stderr and exit 75 (an apparatus fault)
-  write: PATH=TEXT    write TEXT to PATH (relative to the working directory)
+  write: PATH=TEXT    write TEXT to PATH (relative to the working directory; $VARS expanded)
   delete: PATH        delete PATH
   env: NAME           print the value of environment variable NAME
   spawn: SECONDS      start a background child that sleeps (pid in $FAKE_AGENT_PIDS)
+  tempfail_before: N KIND: DETAIL
+                      attempts before attempt N (read from BRIGADE_RUN_DIR) report
+                      the fault `KIND: DETAIL` (exit 75); attempt N and later answer
 
 Every launch appends a line to $FAKE_AGENT_LOG (when set), so tests can count
-agent processes.
+agent processes; with $FAKE_AGENT_SPANS set, each run appends
+`<seat> <start_ns> <end_ns>` there when it ends (monotonic clock), so tests can
+count how many runs of a seat overlapped.
 """
 
 import os
+import re
 import subprocess
 import sys
 import time
 
+started = time.monotonic_ns()
 prompt = sys.stdin.read()
 log = os.environ.get("FAKE_AGENT_LOG")
 if log:
@@ -41,13 +49,28 @@ for line in prompt.splitlines():
         deadline = time.monotonic() + 120
         while not os.path.exists(value) and time.monotonic() < deadline:
             time.sleep(0.05)
+    elif key == "await":
+        value = os.path.expandvars(value)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(value) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not os.path.exists(value):
+            print(f"nobody wrote {value}", file=sys.stderr)
+            sys.exit(9)
     elif key == "exit":
         code = int(value)
     elif key == "tempfail":
         print(value, file=sys.stderr, flush=True)
         sys.exit(75)
+    elif key == "tempfail_before":
+        until, _, detail = value.partition(" ")
+        found = re.search(r"attempt-(\d+)", os.environ.get("BRIGADE_RUN_DIR", ""))
+        if found and int(found.group(1)) < int(until):
+            print(detail, file=sys.stderr, flush=True)
+            sys.exit(75)
     elif key == "write":
         path, _, text = value.partition("=")
+        path = os.path.expandvars(path)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as handle:
             handle.write(text + "\n")
@@ -63,4 +86,8 @@ for line in prompt.splitlines():
                 handle.write(f"{child.pid}\n")
 
 print(answer, flush=True)
+spans = os.environ.get("FAKE_AGENT_SPANS")
+if spans:
+    with open(spans, "a") as handle:
+        handle.write(f"{os.environ.get('BRIGADE_SEAT', '?')} {started} {time.monotonic_ns()}\n")
 sys.exit(code)
