@@ -161,10 +161,11 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
     for number in numbers:
         folder = cell_dir / store.ATTEMPTS_DIR / store.attempt_name(number)
         rdir = folder / store.RUN_DIR
-        doc: Mapping[str, Any] | None = _json_object(folder / store.RECEIPT_FILE)
+        doc: Mapping[str, Any] | None
         if number == current and receipt is not None:
             doc = receipt  # the cell's own receipt says most about its current attempt
-        run_doc = _json_object(rdir / RUN_RECORD)
+        else:
+            doc = _json_object(folder / store.RECEIPT_FILE)
         if doc is not None and doc.get("cell_id") == cell_dir.name:
             state = str(doc.get("state"))
             started = doc.get("started_at")
@@ -175,6 +176,7 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
         else:
             # no receipt of its own: a run that was killed before it finished this attempt
             state = "interrupted"
+            run_doc = _json_object(rdir / RUN_RECORD)
             started = run_doc.get("started_at") if run_doc else None
             finished = run_doc.get("finished_at") if run_doc else None
             duration = run_doc.get("duration_seconds") if run_doc else None
