@@ -115,12 +115,14 @@ def test_no_graders_no_results(tmp_path: Path) -> None:
 
 def test_every_type_is_known() -> None:
     assert sorted(GRADERS) == [
+        "command",
         "diff_constraints",
         "exact_output",
         "exit_status",
         "expected_file",
         "file_exists",
         "json_field",
+        "judge",
         "regex_output",
         "verify_receipt",
     ]
@@ -312,7 +314,7 @@ def test_unknown_type(tmp_path: Path) -> None:
     assert result["grader_id"] == "llm_judge:0"
     assert result["grader_type"] == "llm_judge"
     assert result["version"] == "0"
-    assert result["detail"].startswith("unknown grader type 'llm_judge' (known: diff_constraints, ")
+    assert result["detail"].startswith("unknown grader type 'llm_judge' (known: command, ")
 
 
 @pytest.mark.parametrize("kind", [None, 5, ["exit_status"]])

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from jsonschema import Draft202012Validator
 
 from brigade.core.transcript import Entry, transcript_document
@@ -263,6 +265,11 @@ def test_fast_output_check_agrees_with_jsonschema(project: Any) -> None:
     from test_run import mixed_battery
 
     mixed_battery(project)
+    manifest = yaml.safe_load(project.manifest.read_text())
+    # a grader that runs a process writes grader_result.v2
+    command = {"type": "command", "command": [sys.executable, "-c", "pass"]}
+    manifest["cases"].append({"id": "command", "prompt": "answer: x", "graders": [command]})
+    project.manifest.write_text(yaml.safe_dump(manifest))
     assert project.doit().returncode == 3
     tags = set(schemas.FILES)
     seen: set[str] = set()

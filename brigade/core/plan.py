@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -102,11 +103,14 @@ def expand(
     cells: list[Cell] = []
     hashers = [TrialHasher(seat.identity(), manifest.execution_mode) for seat in seats]
     graders_json: dict[int, str] = {}  # cases often share one graders tuple
+    resolved: dict[int, tuple[dict[str, Any], ...]] = {}
     for case in manifest.cases:
         key = id(case.graders)
         if key not in graders_json:
-            graders_json[key] = canonical_json(list(case.graders))
+            resolved[key] = resolve_judges(case.graders, roster.seats)
+            graders_json[key] = canonical_json(list(resolved[key]))
         case_graders = graders_json[key]
+        case_resolved = resolved[key]
         for seat, hasher in zip(seats, hashers, strict=True):
             digests: list[tuple[int, str, str]]
             if known is not None:
@@ -126,7 +130,7 @@ def expand(
                         prompt=case.prompt,
                         seat=seat,
                         trial=trial,
-                        graders=case.graders,
+                        graders=case_resolved,
                         execution_mode=manifest.execution_mode,
                         run_key=trial_run_key,
                     )
@@ -138,6 +142,7 @@ def expansion_key(manifest: Manifest, roster: Roster, context: dict[str, str] | 
     """A digest of everything an expansion depends on; None when a seat is missing."""
     if any(name not in roster.seats for name in manifest.seats):
         return None
+    judges = judge_seat_names(manifest)
     material = {
         "schema": CELL_SCHEMA,
         "manifest": manifest.content_digest,
@@ -145,7 +150,63 @@ def expansion_key(manifest: Manifest, roster: Roster, context: dict[str, str] | 
         "seats": [roster.seats[name].identity() for name in manifest.seats],
         "context": context,
     }
+    if judges:  # a judge's identity is part of its grader's spec, so of the cell ids
+        material["judges"] = [
+            roster.seats[name].identity() if name in roster.seats else name for name in judges
+        ]
     return text_digest(canonical_json(material))
+
+
+JUDGE = "judge"
+
+
+def _is_judge(spec: Any) -> bool:
+    return isinstance(spec, dict) and spec.get("type") == JUDGE
+
+
+def resolve_judges(
+    graders: tuple[dict[str, Any], ...], seats: Mapping[str, SeatSpec]
+) -> tuple[dict[str, Any], ...]:
+    """The graders with each judge grader's seat identity written into its spec, as
+    `judge_seat` (None when the roster has no such seat): so the judge's cli, model and
+    the rest are part of the cell's identity, and a new judge model re-grades only."""
+    if not any(_is_judge(spec) for spec in graders):
+        return graders
+    resolved = []
+    for spec in graders:
+        if _is_judge(spec):
+            name = spec.get("seat")
+            seat = seats.get(name) if isinstance(name, str) else None
+            spec = {**spec, "judge_seat": seat.identity() if seat is not None else None}
+        resolved.append(spec)
+    return tuple(resolved)
+
+
+def judge_seat_names(manifest: Manifest) -> list[str]:
+    """The roster seats the manifest's judge graders name, sorted."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    for case in manifest.cases:
+        if id(case.graders) in seen:
+            continue
+        seen.add(id(case.graders))
+        names.update(
+            spec["seat"]
+            for spec in case.graders
+            if _is_judge(spec) and isinstance(spec.get("seat"), str)
+        )
+    return sorted(names)
+
+
+def judge_env_values(graders: tuple[dict[str, Any], ...]) -> list[str]:
+    """The env values of the judge seats in resolved grader specs (secrets, as a seat's)."""
+    values: list[str] = []
+    for spec in graders:
+        if _is_judge(spec) and isinstance(spec.get("judge_seat"), dict):
+            env = spec["judge_seat"].get("env")
+            if isinstance(env, dict):
+                values.extend(v for v in env.values() if isinstance(v, str))
+    return values
 
 
 def len_cells(manifest: Manifest) -> int:

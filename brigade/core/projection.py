@@ -455,7 +455,6 @@ TEXT: Role = "text"  # free text: every secret is replaced
 # a role for a whole value, or per key: "*" any other key, "[]" the items of a list
 Roles = Union[Role, Mapping[str, "Roles"]]
 
-_GRADER_SPEC: Roles = {"type": NAME, "name": NAME, "*": TEXT}
 GRADER_RESULT_ROLES: Roles = {
     **dict.fromkeys(
         (
@@ -471,12 +470,16 @@ GRADER_RESULT_ROLES: Roles = {
             "cell_id",
             "output_digest",
             "exit_code",
+            "usage",
         ),
         NAME,
     ),
     "detail": TEXT,
     "component_checks": {"[]": {"name": TEXT, "detail": TEXT, "*": NAME}},
     "output_refs": {"[]": PATH},
+    # grader_result.v2: the logs of the grader's process, a judge's verdict
+    "logs": {"*": PATH},
+    "judge": {"seat": NAME, "verdict": NAME, "score": NAME, "pass_score": NAME, "*": TEXT},
     "*": TEXT,
 }
 _SEAT: Roles = {
@@ -487,6 +490,8 @@ _SEAT: Roles = {
     "env": TEXT,  # values redacted whole by the projection; names are keys
     "*": TEXT,
 }
+# a judge grader's spec carries its seat's identity (written by the plan)
+_GRADER_SPEC: Roles = {"type": NAME, "name": NAME, "seat": NAME, "judge_seat": _SEAT, "*": TEXT}
 _CELL_FIELDS: dict[str, Roles] = {
     **dict.fromkeys(
         ("schema", "cell_id", "coordinate", "case_id", "prompt_digest", "trial", "execution_mode"),
@@ -509,6 +514,7 @@ RECEIPT_ROLES: Roles = {
             "exit_code",
             "duration_seconds",
             "output_digest",
+            "changes_digest",
             "score",
             "failure_reason",
             "acceptance",
@@ -613,7 +619,28 @@ def _strip_prompt(doc: dict[str, Any]) -> dict[str, Any]:
     seat = projected.get("seat")
     if isinstance(seat, dict) and seat.get("env"):
         projected["seat"] = {**seat, "env": {k: REDACTED for k in seat["env"]}}
+    # grader specs: a judge's seat carries its env too (a receipt's grader_specs, a plan
+    # cell's graders; a receipt's graders are results, which carry none)
+    for key in ("grader_specs", "graders"):
+        specs = projected.get(key)
+        if isinstance(specs, list) and any(_judge_env(spec) for spec in specs):
+            projected[key] = [_without_judge_env(spec) for spec in specs]
     return projected
+
+
+def _judge_env(spec: Any) -> dict[str, Any] | None:
+    """The env of a judge grader spec's seat, when it has one."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("judge_seat"), dict):
+        return None
+    env = spec["judge_seat"].get("env")
+    return env if isinstance(env, dict) and env else None
+
+
+def _without_judge_env(spec: Any) -> Any:
+    env = _judge_env(spec)
+    if env is None:
+        return spec
+    return {**spec, "judge_seat": {**spec["judge_seat"], "env": {k: REDACTED for k in env}}}
 
 
 def project_receipt(receipt: Mapping[str, Any], out: str, secrets: Secrets) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
+# the default time limit of a command grader (the roster's command_timeout_seconds)
+DEFAULT_COMMAND_TIMEOUT_SECONDS = 300.0
 DEFAULT_TRANSPORT = "direct"
 DEFAULT_CODEX_TRANSPORT = "exec"
 DEFAULT_MODE = "read-only"
@@ -120,6 +122,7 @@ class Roster:
     executor: ExecutorSpec | None = None  # the roster's `executor`, when it has one
     # shared caps: limit name -> how many runs of the seats naming it may be in flight
     limits: Mapping[str, int] = field(default_factory=dict)
+    command_timeout_seconds: float = DEFAULT_COMMAND_TIMEOUT_SECONDS
     # seats a manifest cannot use, with the one-line problem (agents of an original
     # roster.toml that brigade cannot run: no cli, or a cli it has no adapter for)
     unusable: Mapping[str, str] = field(default_factory=dict)

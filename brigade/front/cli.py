@@ -51,7 +51,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """
     manifest, roster, label = load_inputs(args.manifest, args.roster)
     cells = expand(manifest, roster, label)
-    for warning in grader_warnings(manifest):
+    for warning in grader_warnings(manifest, roster):
         print(f"warning: {warning}", file=sys.stderr)
     print(
         f"{args.manifest}: ok: {len(manifest.cases)} case(s) x {len(manifest.seats)} seat(s) "
@@ -145,32 +145,28 @@ def _load_plan(out: Path) -> Plan:
 def cmd_regrade(args: argparse.Namespace) -> int:
     """Re-run graders on every current cell's stored output; never starts a seat.
 
-    Each stored final.txt is checked against the receipt's output_digest first;
-    on any mismatch nothing is regraded and the command exits 2. Then the run
+    Each stored final.txt is checked against the receipt's output_digest first
+    (and a writable run's changes.patch against its changes_digest, when a
+    command grader re-applies it); on any mismatch nothing is regraded and the
+    command exits 2. Command and judge graders run again (a judge seat too). Then the run
     is finished as the final doit task finishes it: summary.json, the export
     and the report, checked for leaks (a leak is listed and the command exits 3).
     """
+    from brigade.front.session import regrade_context
     from brigade.report.finish import finish_run
-    from brigade.run.runner import RunContext, regrade, verify_output
+    from brigade.run.runner import needs_patch, regrade, verify_output
 
     out = _output_dir(args.dir)
     store.check_layout(out)
     lock.acquire(out, wait=args.wait)
     plan = _load_plan(out)
-    context = plan.context or {}
     workspace = _plan_workspace(plan)
-    manifest_dir = Path(context["manifest"]).parent if "manifest" in context else Path.cwd()
-    ctx = RunContext(
-        out=out,
-        workspace=workspace,
-        manifest_dir=manifest_dir,
-        manifest_digest=plan.manifest_digest,
-    )
+    ctx = regrade_context(out, plan, workspace)
     gradeable = []
     for cell in plan.cells:
         receipt = store.read_receipt(out, cell.cell_id)
         if receipt is not None and receipt["state"] in GRADEABLE:
-            verify_output(ctx, receipt)
+            verify_output(ctx, receipt, needs_patch(cell))
             gradeable.append((cell, receipt))
     changed = 0
     for cell, receipt in gradeable:

@@ -7,6 +7,7 @@ hand it to `tasks`, so they run the same tasks through the same code.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import re
@@ -104,8 +105,9 @@ def load_inputs(
     return loading.load_inputs(manifest_path, explicit_roster, workspace)
 
 
-def grader_warnings(manifest: Manifest) -> list[str]:
-    """One line per grader spec that will record grader_error when it runs."""
+def grader_warnings(manifest: Manifest, roster: Roster | None = None) -> list[str]:
+    """One line per grader spec that will record grader_error when it runs (with the
+    roster: also a judge grader naming a seat it does not have)."""
     lines: list[str] = []
     checked: dict[str, str | None] = {}  # cases often share their graders: check each once
     clean: set[int] = set()  # graders tuples (shared by cases) found without a problem
@@ -116,7 +118,7 @@ def grader_warnings(manifest: Manifest) -> list[str]:
         for position, spec in enumerate(case.graders):
             key = json.dumps(spec, sort_keys=True)
             if key not in checked:
-                checked[key] = graders.spec_problem(spec)
+                checked[key] = graders.spec_problem(spec) or _judge_problem(spec, roster)
             problem = checked[key]
             if problem:
                 lines.append(
@@ -131,6 +133,57 @@ def grader_warnings(manifest: Manifest) -> list[str]:
         if len(lines) == before:
             clean.add(id(case.graders))
     return lines
+
+
+# grader kinds that take settings from the roster (a judge's seat, a command's time limit)
+_ROSTER_GRADERS = frozenset({"command", "judge"})
+
+
+def regrade_context(out: Path, plan: Plan, workspace: Path) -> RunContext:
+    """The run context of `brigade regrade` on an output directory: its plan's workspace and
+    manifest folder, and, when a grader runs a command or a judge, the roster the plan was
+    made with (its context names it). A roster that is gone leaves the defaults: a judge
+    keeps the identity its spec records; one that no longer loads is refused (exit 2)."""
+    context = plan.context or {}
+    manifest_dir = Path(context["manifest"]).parent if "manifest" in context else Path.cwd()
+    ctx = RunContext(
+        out=out,
+        workspace=workspace,
+        manifest_dir=manifest_dir,
+        manifest_digest=plan.manifest_digest,
+    )
+    wanted = any(
+        isinstance(spec, dict) and spec.get("type") in _ROSTER_GRADERS
+        for graders_ in {id(cell.graders): cell.graders for cell in plan.cells}.values()
+        for spec in graders_
+    )
+    roster_file = Path(context["roster"]) if "roster" in context else None
+    if not wanted or roster_file is None:
+        return ctx
+    if not roster_file.is_file():
+        return dataclasses.replace(ctx, roster_dir=str(roster_file.parent))
+    from brigade.inputs.roster import load_roster
+
+    roster = load_roster(roster_file)
+    return dataclasses.replace(
+        ctx,
+        seats=roster.seats,
+        roster_dir=str(roster_file.resolve().parent),
+        command_timeout=roster.command_timeout_seconds,
+    )
+
+
+def _judge_problem(spec: dict[str, object], roster: Roster | None) -> str | None:
+    """Why a judge grader's seat cannot judge (not in the roster), or None."""
+    if roster is None or spec.get("type") != "judge":
+        return None
+    name = spec.get("seat")
+    if not isinstance(name, str) or name in roster.seats:
+        return None
+    if name in roster.unusable:
+        return f"judge seat {name!r}: {roster.unusable[name]}"
+    defined = ", ".join(sorted(roster.seats))
+    return f"judge seat {name!r} is not a seat of the roster (it defines: {defined})"
 
 
 def default_out(workspace: Path, name: str) -> Path:
@@ -218,6 +271,9 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         manifest_dir=manifest.directory,
         manifest_digest=manifest.digest,
         retry_transient=options.retry_transient,
+        seats=roster.seats,
+        roster_dir=str(roster.path.resolve().parent),
+        command_timeout=roster.command_timeout_seconds,
     )
     session = Session(
         options=options,
@@ -232,7 +288,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         plan_inputs=on_disk.inputs,
         plan_is_current=on_disk.current and on_disk.indexed,
         resumed=on_disk.resumed,
-        warnings=grader_warnings(manifest),
+        warnings=grader_warnings(manifest, roster),
         executor=executor,
     )
     if manifest.execution_mode == "read-only":

@@ -9,6 +9,7 @@ from brigade.core.jsonpath import format_path
 from brigade.core.specs import (
     DEFAULT_BACKOFF_SECONDS,
     DEFAULT_CODEX_TRANSPORT,
+    DEFAULT_COMMAND_TIMEOUT_SECONDS,
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_TRANSPORT,
     ExecutorSpec,
@@ -107,6 +108,9 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             else None
         ),
         limits=limits,
+        command_timeout_seconds=float(
+            doc.get("command_timeout_seconds", DEFAULT_COMMAND_TIMEOUT_SECONDS)
+        ),
     )
 
 

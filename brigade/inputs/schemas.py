@@ -28,6 +28,7 @@ FILES = {
     "brigade.eval_plan.v1": "eval_plan.v1.json",
     "brigade.eval_cell.v1": "eval_cell.v1.json",
     "brigade.grader_result.v1": "grader_result.v1.json",
+    "brigade.grader_result.v2": "grader_result.v2.json",
     "brigade.eval_summary.v1": "eval_summary.v1.json",
     "brigade.run.v1": "run.v1.json",
     "brigade.worker_results.v1": "worker_results.v1.json",

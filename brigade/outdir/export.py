@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.core.identity import CELL_SCHEMA, text_digest
-from brigade.core.plan import PLAN_SCHEMA, Plan
+from brigade.core.plan import PLAN_SCHEMA, Plan, judge_env_values
 from brigade.core.projection import (
     PLAN_ROLES,
     RECEIPT_ROLES,
@@ -83,10 +83,16 @@ def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets
             value = context[key] if key == "workspace" else os.path.dirname(context[key])
             paths.append((value, stand_in))
     homes, roots = machine_paths()
+    env_values = {value for cell in plan.cells for value in cell.seat.env.values()}
+    seen: set[int] = set()  # cells share their graders tuple, or hold equal ones
+    for cell in plan.cells:
+        if id(cell.graders) not in seen:
+            seen.add(id(cell.graders))
+            env_values.update(judge_env_values(cell.graders))
     return make_secrets(
         prompts={cell.prompt for cell in plan.cells},
         paths=paths,
-        env_values={value for cell in plan.cells for value in cell.seat.env.values()},
+        env_values=env_values,
         homes=homes,
         roots=roots,
     )

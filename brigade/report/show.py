@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from brigade.core.plan import Cell, Plan
@@ -80,13 +81,18 @@ def _answer_lines(answer: Text, full: bool) -> list[str]:
     ]
 
 
-def _grader_lines(receipt: Mapping[str, Any] | None) -> list[str]:
+def _grader_lines(receipt: Mapping[str, Any] | None, out: Path) -> list[str]:
     lines = []
     for grader in (receipt or {}).get("graders") or []:
         score = grader.get("score")
         shown = "" if score is None else f" {score:g}"
         detail = " ".join(str(grader.get("detail") or "").split())
         lines.append(f"{INDENT}{grader.get('grader_id')}  {grader.get('status')}{shown}  {detail}")
+        logs = grader.get("logs")
+        if isinstance(logs, dict) and logs:  # a grader that ran a process (a command, a judge)
+            code = grader.get("exit_code")
+            lines.append(f"{INDENT * 2}exit {'–' if code is None else code}")
+            lines += [f"{INDENT * 2}{name:<6}  {out / path}" for name, path in logs.items()]
     return lines
 
 
@@ -118,7 +124,7 @@ def cell_text(record: CellRecord, *, full: bool = False) -> str:
         if attempt.fault:
             row += f"  fault {' '.join(attempt.fault.split())}"
         lines.append(row.rstrip())
-    graders = _grader_lines(receipt)
+    graders = _grader_lines(receipt, record.cell_dir.parent.parent)
     if graders:
         lines += ["", "graders:", *graders]
     usage = usage_text(record.usage)

@@ -1,4 +1,5 @@
-"""Graders: score a cell's stored output, one grader_result.v1 per grader.
+"""Graders: score a cell's stored output, one result per grader (run/grading.py has what
+the kinds share; kinds that run a process live in run/command_grader.py and run/judge.py).
 
 A grader that cannot run (unknown type, missing or mistyped field, bad
 pattern, unreadable file, a path escaping its root) reports `grader_error`
@@ -18,21 +19,61 @@ import dataclasses
 import json
 import os
 import re
-import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import regex
 
-GRADER_RESULT_SCHEMA = "brigade.grader_result.v1"
-# seconds a built-in grader may take (a grader's `timeout_seconds` changes it)
-DEFAULT_TIME_LIMIT = 10.0
-MAX_TIME_LIMIT = 3600.0
-# what graders read of an output or a file, and how deep its JSON may nest
-MAX_READ_BYTES = 16 * 1024 * 1024
+from brigade.run import command_grader, judge, proc
+from brigade.run.grading import (
+    COMMON_FIELDS,
+    DEFAULT_TIME_LIMIT,
+    DETAIL_CHARACTERS,
+    GRADER_RESULT_SCHEMA,
+    GRADER_RESULT_V2,
+    MAX_READ_BYTES,
+    MAX_TIME_LIMIT,
+    Field,
+    GradeContext,
+    Graded,
+    GraderFault,
+    GraderType,
+    NotReadable,
+    Outcome,
+    Setting,
+    WorkspaceView,
+    as_is,
+    contained_file,
+    read_regular,
+    relative_path,
+)
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "GRADER_RESULT_SCHEMA",
+    "GRADER_RESULT_V2",
+    "GRADERS",
+    "GradeContext",
+    "GraderFault",
+    "LiveWorkspace",
+    "NotReadable",
+    "Setting",
+    "WorkspaceView",
+    "as_is",
+    "contained_file",
+    "grade_one",
+    "normalized_spec",
+    "pattern_warnings",
+    "read_regular",
+    "relative_path",
+    "run_graders",
+    "spec_problem",
+    "time_limit",
+]
+
+# how deep JSON graders read may nest
 MAX_JSON_DEPTH = 200
 # a JSON value a detail quotes
 SHOWN_CHARACTERS = 200
@@ -43,123 +84,6 @@ KEY_CHARACTERS = 30
 KEYS_SHOWN = 8
 # characters an excerpt shows before the first difference (or a match)
 CONTEXT_BEFORE = 20
-# a detail never grows longer than this (the quoted parts are bounded already)
-DETAIL_CHARACTERS = 500
-
-
-class GraderFault(Exception):
-    """The grader could not run; the message becomes the result's detail."""
-
-
-class NotReadable(Exception):
-    """A file a grader reads is not a regular file of at most MAX_READ_BYTES."""
-
-
-def as_is(text: str) -> str:
-    """No redaction (for contexts without secrets)."""
-    return text
-
-
-class WorkspaceView(Protocol):
-    """Files of the workspace as the seat left them (live folder or recorded snapshot)."""
-
-    def read_bytes(self, relative: str) -> bytes | None:
-        """Contents of a workspace-relative file, None when absent."""
-        ...
-
-    def exists(self, relative: str) -> bool:
-        """Whether a workspace-relative path exists."""
-        ...
-
-
-@dataclass(frozen=True)
-class GradeContext:
-    """What graders may look at: the stored output and where relative paths point."""
-
-    cell_id: str
-    final_text: str
-    output_digest: str | None
-    output_ref: str
-    exit_code: int | None
-    manifest_dir: Path
-    workspace: WorkspaceView | None
-    changed_files: tuple[str, ...] | None
-    # replaces the cell's secrets in text a detail quotes (before it is cut or escaped)
-    redact: Callable[[str], str] = as_is
-    # when the running grader's time is up (time.monotonic), and its limit in seconds
-    deadline: float | None = None
-    time_limit: float = DEFAULT_TIME_LIMIT
-
-
-Outcome = tuple[bool, str, list[dict[str, Any]]]  # passed, detail, component checks
-
-
-@dataclass(frozen=True)
-class Field:
-    """One field of a grader spec."""
-
-    types: tuple[type, ...]
-    required: bool = False
-    default: Any = None
-
-
-@dataclass(frozen=True)
-class GraderType:
-    """A grader kind: its fields and how it scores."""
-
-    version: str
-    fields: Mapping[str, Field]
-    grade: Callable[[Mapping[str, Any], GradeContext], Outcome]
-    check: Callable[[Mapping[str, Any]], None] | None = None
-
-
-COMMON_FIELDS = {"type", "name", "description", "timeout_seconds"}
-
-
-def relative_path(value: str, what: str) -> str:
-    """A workspace- or manifest-relative path; absolute or `..` paths are a GraderFault."""
-    path = Path(value)
-    if not value or path.is_absolute() or ".." in path.parts:
-        raise GraderFault(f"{what} {value!r} must be a relative path inside its folder")
-    return value
-
-
-def contained_file(root: Path, relative: str, what: str) -> Path:
-    """`root/relative`, refusing paths (or symlinks) that lead outside root."""
-    relative_path(relative, what)
-    base = root.resolve()
-    target = (base / relative).resolve()
-    if base != target and base not in target.parents:
-        raise GraderFault(f"{what} {relative!r} leads outside its folder")
-    return target
-
-
-def read_regular(path: Path | str, what: str) -> bytes:
-    """A regular file's bytes (at most MAX_READ_BYTES), never opening anything else: a FIFO
-    or a device would block or never end. NotReadable says why not; OSError when absent."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(info.st_mode):
-            raise NotReadable(f"{what} is not a regular file")
-        if info.st_size > MAX_READ_BYTES:
-            raise NotReadable(f"{what} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
-        chunks = []
-        left = MAX_READ_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > MAX_READ_BYTES:
-            raise NotReadable(f"{what} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
-        return data
-    finally:
-        os.close(fd)
 
 
 def strip_trailing_newlines(text: str) -> str:
@@ -648,6 +572,9 @@ GRADERS: dict[str, GraderType] = {
         {"path": Field(_STR, required=True), "expected_status": Field(_STR, default="completed")},
         _verify_receipt,
     ),
+    # kinds that run a process (grader_result.v2)
+    "command": command_grader.GRADER,
+    "judge": judge.GRADER,
 }
 
 
@@ -680,17 +607,16 @@ def normalized_spec(raw: Mapping[str, Any]) -> tuple[GraderType, dict[str, Any]]
     return grader, spec
 
 
-def time_limit(raw: Mapping[str, Any]) -> float:
-    """A grader's time limit in seconds (`timeout_seconds`); GraderFault when it is bad."""
-    value = raw.get("timeout_seconds", DEFAULT_TIME_LIMIT)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0 < value <= MAX_TIME_LIMIT
-    ):
+def time_limit(raw: Mapping[str, Any], maximum: float = MAX_TIME_LIMIT) -> float | None:
+    """A grader's time limit in seconds (`timeout_seconds`), None when the spec sets none;
+    GraderFault when it is bad."""
+    if "timeout_seconds" not in raw:
+        return None
+    value = raw["timeout_seconds"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= maximum:
         raise GraderFault(
             f"field 'timeout_seconds' must be a number of seconds above 0 and at most "
-            f"{MAX_TIME_LIMIT:g}, got {value!r}"
+            f"{maximum:g}, got {value!r}"
         )
     return float(value)
 
@@ -698,42 +624,68 @@ def time_limit(raw: Mapping[str, Any]) -> float:
 def spec_problem(raw: Mapping[str, Any]) -> str | None:
     """Why this grader spec would record grader_error, or None when it looks runnable."""
     try:
-        normalized_spec(raw)
-        time_limit(raw)
+        grader, _ = normalized_spec(raw)
+        time_limit(raw, grader.max_limit)
     except GraderFault as fault:
         return str(fault)
     return None
 
 
 def run_graders(specs: Sequence[Mapping[str, Any]], ctx: GradeContext) -> list[dict[str, Any]]:
-    """grader_result.v1 for every spec, in order. Never raises for a grader's fault."""
+    """A grader result for every spec, in order. Never raises for a grader's fault."""
     return [grade_one(index, raw, ctx) for index, raw in enumerate(specs)]
 
 
 def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str, Any]:
-    """Run one grader and build its grader_result.v1."""
+    """Run one grader and build its result (grader_result.v1; v2 for kinds that run a process).
+
+    A built-in grader's time limit is checked here; a kind that runs a process
+    stops that process at its limit itself. Stopping brigade (proc.Interrupted)
+    is not a result: it goes on up, and the cell stays as it was.
+    """
     start = time.perf_counter()
-    kind = raw.get("type") if isinstance(raw.get("type"), str) and raw.get("type") else "unknown"
-    version = GRADERS[kind].version if kind in GRADERS else "0"
+    named = raw.get("type")
+    kind = named if isinstance(named, str) and named else "unknown"
+    known = GRADERS.get(kind)
+    version = known.version if known is not None else "0"
+    extra: Mapping[str, Any] = {}
     try:
         grader, spec = normalized_spec(raw)
-        limit = time_limit(raw)
-        timed = dataclasses.replace(ctx, deadline=time.monotonic() + limit, time_limit=limit)
-        passed, detail, checks = grader.grade(spec, timed)
-        status, score = "scored", (1.0 if passed else 0.0)
+        limit = time_limit(raw, grader.max_limit)
+        if grader.process:
+            if limit is None:
+                limit = grader.default_limit(spec, ctx) if grader.default_limit else None
+            limit = limit if limit is not None else DEFAULT_TIME_LIMIT
+            folder = None
+            if ctx.setting is not None:
+                folder = ctx.setting.graders_dir / f"{kind}-{index}"
+            timed = dataclasses.replace(ctx, time_limit=limit, folder=folder)
+        else:
+            limit = limit if limit is not None else DEFAULT_TIME_LIMIT
+            timed = dataclasses.replace(ctx, deadline=time.monotonic() + limit, time_limit=limit)
+        graded = grader.grade(spec, timed)
+        if isinstance(graded, Graded):
+            score, detail, checks, extra = graded.score, graded.detail, graded.checks, graded.extra
+        else:
+            passed, detail, checks = graded
+            score = 1.0 if passed else 0.0
+        status: str = "scored"
         took = time.perf_counter() - start
-        if took > limit:
+        if not grader.process and took > limit:
             raise GraderFault(
                 f"took {took:.1f} s, more than its time limit of {limit:g} s (timeout_seconds)"
             )
     except GraderFault as fault:
         status, score, detail, checks = "grader_error", None, str(fault), []
+        extra = {**extra, **fault.extra}
+    except proc.Interrupted:
+        raise
     except Exception as exc:  # a bug in a grader is still a grader fault, not a zero
         status, score, checks = "grader_error", None, []
         detail = f"grader crashed: {type(exc).__name__}: {exc}"
     if len(detail) > DETAIL_CHARACTERS:
         detail = detail[: DETAIL_CHARACTERS - 1] + "…"
-    return {
+    result: dict[str, Any] = {
         "schema": GRADER_RESULT_SCHEMA,
         "grader_id": f"{kind}:{index}",
         "grader_type": kind,
@@ -747,8 +699,16 @@ def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str
         "duration_seconds": round(time.perf_counter() - start, 6),
         "cell_id": ctx.cell_id,
         "output_digest": ctx.output_digest,
-        "output_refs": [ctx.output_ref],
+        "output_refs": [ctx.output_ref, *extra.get("output_refs", ())],
     }
+    if known is not None and known.process:
+        result["schema"] = GRADER_RESULT_V2
+        result["exit_code"] = extra.get("exit_code")
+        result["logs"] = dict(extra.get("logs", {}))
+        for key in ("judge", "usage"):
+            if extra.get(key) is not None:
+                result[key] = extra[key]
+    return result
 
 
 class LiveWorkspace:

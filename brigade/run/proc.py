@@ -358,25 +358,33 @@ def capture_bytes(
     cwd: Path | None = None,
     timeout: float = 10.0,
     stdin: bytes | None = None,
+    stdout_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int | None, bytes, str]:
     """Run a short helper command (git, `--version`): (code, stdout bytes, stderr text).
 
-    `stdin` is fed to it (else it reads nothing). A missing program or a timeout
-    gives code None instead of raising.
+    `stdin` is fed to it (else it reads nothing); with `stdout_path` its stdout
+    goes to that file instead (a git diff of any size); `env` replaces the
+    environment when given. A missing program or a timeout gives code None
+    instead of raising.
     """
     try:
-        done = subprocess.run(
-            list(argv),
-            cwd=cwd,
-            input=stdin,
-            stdin=subprocess.DEVNULL if stdin is None else None,
-            capture_output=True,
-            timeout=timeout,
-            start_new_session=True,
-        )
+        with contextlib.ExitStack() as scope:
+            sink = scope.enter_context(open(stdout_path, "wb")) if stdout_path else subprocess.PIPE
+            done = subprocess.run(
+                list(argv),
+                cwd=cwd,
+                input=stdin,
+                stdin=subprocess.DEVNULL if stdin is None else None,
+                stdout=sink,
+                stderr=subprocess.PIPE,
+                env=dict(env) if env is not None else None,
+                timeout=timeout,
+                start_new_session=True,
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, b"", str(exc)
-    return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")
+    return done.returncode, done.stdout or b"", done.stderr.decode("utf-8", "replace")
 
 
 def capture(

@@ -4,18 +4,20 @@ a run), grade, write its receipts; regrade a stored run."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA
-from brigade.core.plan import Cell
+from brigade.core.plan import Cell, judge_env_values
 from brigade.core.projection import Secrets, make_secrets, scrub_text
 from brigade.core.receipts import view_of
+from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import (
     GRADEABLE,
     RunFacts,
@@ -29,6 +31,7 @@ from brigade.errors import TamperedOutput
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, worktree
+from brigade.run.command_grader import DEFAULT_COMMAND_SECONDS
 from brigade.run.seat import (
     FINAL,
     RUN_DIR_VARIABLE,
@@ -61,6 +64,11 @@ class RunContext:
     manifest_dir: Path
     manifest_digest: str
     retry_transient: bool = False
+    # the roster, as graders that run a seat or a command need it: its seats (a judge's
+    # time limit and folder), its folder, the default time limit of command graders
+    seats: Mapping[str, SeatSpec] = field(default_factory=dict)
+    roster_dir: str = "."
+    command_timeout: float = DEFAULT_COMMAND_SECONDS
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
@@ -84,7 +92,7 @@ def bring_up_to_date(
     and graded here: it launches nothing.
     """
     receipt, recorded_attempt = store.read_cell_json(ctx.out, cell.cell_id)
-    source = _usable_source(ctx, reuse_from) if reuse_from and not always else None
+    source = _usable_source(ctx, reuse_from, cell) if reuse_from and not always else None
     action = (
         "run"
         if always
@@ -100,7 +108,7 @@ def bring_up_to_date(
     attempt, started_at = start_attempt(ctx, cell, receipt, recorded_attempt)
     if source is not None:
         run_doc, reused = _copy_run(ctx, source, cell, attempt)
-        finish(ctx, cell, attempt, started_at, run_doc, reused)
+        finish(ctx, cell, attempt, started_at, run_doc, reused, source)
     else:
         finish(ctx, cell, attempt, started_at, run_seat(ctx, cell, attempt), None)
     return action
@@ -195,9 +203,14 @@ def facts_from_run(run_doc: dict[str, Any]) -> RunFacts:
 
 
 def grade_context(
-    ctx: RunContext, cell: Cell, rdir: Path, run_doc: dict[str, Any]
+    ctx: RunContext,
+    cell: Cell,
+    rdir: Path,
+    run_doc: dict[str, Any],
+    changes_digest: str | None = None,
 ) -> graders.GradeContext:
-    """What the graders see for a stored run."""
+    """What the graders see for a stored run (`changes_digest`: what its changes.patch hashes
+    to, as its receipt records it)."""
     final_path = rdir / FINAL
     snapshot = run_doc.get("workspace_snapshot")
     view: graders.WorkspaceView
@@ -208,6 +221,22 @@ def grade_context(
     else:
         view = graders.LiveWorkspace(ctx.workspace)
     changed = run_doc.get("changed_files")
+    setting = graders.Setting(
+        out=ctx.out,
+        workspace=ctx.workspace,
+        run_dir=rdir,
+        graders_dir=rdir.parent / GRADERS_DIR,
+        coordinate=cell.coordinate,
+        attempt=_attempt_of(rdir),
+        prompt=cell.prompt,
+        execution_mode=cell.execution_mode,
+        seat=cell.seat.name,
+        snapshot=snapshot if isinstance(snapshot, dict) else None,
+        changes_digest=changes_digest,
+        seats=ctx.seats,
+        roster_dir=ctx.roster_dir,
+        command_timeout=ctx.command_timeout,
+    )
     return graders.GradeContext(
         cell_id=cell.cell_id,
         final_text=read_text(final_path),
@@ -218,7 +247,34 @@ def grade_context(
         workspace=view,
         changed_files=tuple(changed) if changed is not None else None,
         redact=_redactor(ctx, cell),
+        setting=setting,
     )
+
+
+# <attempt>/graders/<type>-<index>/: what graders that run a process leave
+GRADERS_DIR = "graders"
+_ATTEMPT = re.compile(r"attempt-([0-9]+)")
+
+
+def _attempt_of(rdir: Path) -> int:
+    """The attempt number of a run folder (`.../attempt-NNN/run`)."""
+    match = _ATTEMPT.fullmatch(rdir.parent.name)
+    return int(match.group(1)) if match else 1
+
+
+def needs_patch(cell: Cell) -> bool:
+    """Whether grading the cell re-applies its run's changes.patch (a writable run graded
+    by a command)."""
+    return cell.execution_mode == "writable-worktree" and any(
+        spec.get("type") == "command" for spec in cell.graders
+    )
+
+
+def changes_digest(rdir: Path, run_doc: Mapping[str, Any]) -> str | None:
+    """The digest of a writable run's changes.patch (None: not a writable run, or none stored)."""
+    if run_doc.get("execution_mode") != "writable-worktree":
+        return None
+    return store.file_digest(rdir / worktree.PATCH)
 
 
 def _redactor(ctx: RunContext, cell: Cell) -> Callable[[str], str]:
@@ -237,7 +293,7 @@ def _redactor(ctx: RunContext, cell: Cell) -> Callable[[str], str]:
                         (str(ctx.workspace.absolute()), "<workspace>"),
                         (str(ctx.manifest_dir.absolute()), "<manifest-dir>"),
                     ],
-                    env_values=cell.seat.env.values(),
+                    env_values=[*cell.seat.env.values(), *judge_env_values(cell.graders)],
                     homes=homes,
                     roots=roots,
                 )
@@ -254,18 +310,31 @@ def finish(
     started_at: str,
     run_doc: dict[str, Any],
     reused: dict[str, Any] | None,
+    source: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Classify the run, grade when it exited 0, write the terminal receipt."""
+    """Classify the run, grade when it exited 0, write the terminal receipt.
+
+    A reused run (`source`: the receipt it came from) keeps the source's recorded
+    changes_digest: its copied changes.patch is held to what the seat wrote.
+    """
     rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
+    if source is not None:
+        changes = source.get("changes_digest")
+    else:
+        changes = changes_digest(rdir, run_doc)
     verdict = classify_run(facts_from_run(run_doc))
     results: list[dict[str, Any]] = []
     if verdict is None:
-        results = graders.run_graders(cell.graders, grade_context(ctx, cell, rdir, run_doc))
+        results = graders.run_graders(
+            cell.graders, grade_context(ctx, cell, rdir, run_doc, changes)
+        )
         verdict = classify_grades(results)
     receipt = running_receipt(ctx, cell, attempt, started_at)
     receipt.update(
         _terminal_fields(verdict, results, run_doc, rdir, store.file_digest(rdir / FINAL))
     )
+    if changes is not None:
+        receipt["changes_digest"] = changes
     if reused is not None:
         receipt["reused_run"] = reused
         receipt["finished_at"] = receipt["graded_at"]  # this attempt ended now, not the source's
@@ -320,9 +389,20 @@ def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, An
     }
 
 
-def verify_output(ctx: RunContext, receipt: dict[str, Any]) -> Path:
-    """The run folder of a receipt after checking final.txt against output_digest."""
+def verify_output(ctx: RunContext, receipt: dict[str, Any], patch: bool = False) -> Path:
+    """The run folder of a receipt after checking final.txt against output_digest (and, with
+    `patch`, run/changes.patch against changes_digest, when the receipt records one)."""
     rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
+    if patch and receipt.get("changes_digest") is not None:
+        actual = store.file_digest(rdir / worktree.PATCH)
+        if actual != receipt["changes_digest"]:
+            found = actual or "missing"
+            raise TamperedOutput(
+                f"{receipt['coordinate']}: changes digest mismatch: {rdir / worktree.PATCH} is "
+                f"{found}, the receipt records {receipt['changes_digest']}; the stored changes "
+                "changed since the seat made them (restore them, or delete the cell folder to "
+                "run it again)"
+            )
     if "output_digest" not in receipt:
         # the original tool kept the digest in grader results only (the store's view
         # brings it up): a cell it graded with no grader recorded none to verify against
@@ -338,9 +418,10 @@ def verify_output(ctx: RunContext, receipt: dict[str, Any]) -> Path:
     return rdir
 
 
-def _verdicts(results: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    # what a grader said, without how long it took
-    return [(r["grader_id"], r["status"], r["score"], r["detail"], r["version"]) for r in results]
+def _verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # what a grader said (and, for one that ran a process, its exit, logs and usage),
+    # without how long it took
+    return [{k: v for k, v in r.items() if k != "duration_seconds"} for r in results]
 
 
 def regrade(
@@ -361,13 +442,14 @@ def regrade(
     if verified:
         rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
     else:
-        rdir = verify_output(ctx, receipt)
+        rdir = verify_output(ctx, receipt, needs_patch(cell))
     run_doc = store.read_json(rdir / RUN_RECORD)
     if not isinstance(run_doc, dict):
         raise TamperedOutput(f"{cell.coordinate}: {rdir / RUN_RECORD} is missing or corrupt")
     if "exit_code" not in run_doc:  # the original tool's run.json: the receipt has it
         run_doc = {**run_doc, "exit_code": receipt.get("exit_code")}
-    results = graders.run_graders(cell.graders, grade_context(ctx, cell, rdir, run_doc))
+    context = grade_context(ctx, cell, rdir, run_doc, receipt.get("changes_digest"))
+    results = graders.run_graders(cell.graders, context)
     verdict = classify_grades(results)
     if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
@@ -411,19 +493,19 @@ def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
     receipt = store.read_receipt(ctx.out, cell.cell_id)
     if receipt is None or receipt["state"] not in GRADEABLE:
         return "skip"
-    verify_output(ctx, receipt)
+    verify_output(ctx, receipt, receipt["state"] == "grader_error" and needs_patch(cell))
     if receipt["state"] != "grader_error":
         return "verified"
     regrade(ctx, cell, receipt, verified=True)
     return "regrade"
 
 
-def _usable_source(ctx: RunContext, source_id: str) -> dict[str, Any] | None:
+def _usable_source(ctx: RunContext, source_id: str, cell: Cell) -> dict[str, Any] | None:
     receipt = store.read_receipt(ctx.out, source_id)
     if receipt is None or receipt.get("state") == "running":
         return None
     try:
-        verify_output(ctx, receipt)
+        verify_output(ctx, receipt, needs_patch(cell))
     except TamperedOutput as exc:
         print(f"brigade: not reusing a seat run: {exc}", file=sys.stderr)
         return None

@@ -7,6 +7,7 @@ run means for its cell (grading, the receipt) is the runner's business.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
@@ -190,7 +191,11 @@ def execute_seat(
             try:
                 changed, deleted = worktree.changes(tree)
                 not_copied = worktree.snapshot(tree, changed, rdir)
+                # what command graders re-apply to a fresh worktree, now and on every regrade
+                worktree.write_patch(tree, rdir / worktree.PATCH)
             except OSError as exc:
+                with contextlib.suppress(OSError):  # only a patch brigade wrote in full counts
+                    (rdir / worktree.PATCH).unlink()
                 # what the seat left cannot be read: a fault of the apparatus, this cell's
                 run_doc.update(
                     status="apparatus_fault",

@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,19 @@ from brigade.errors import EnvironmentProblem
 from brigade.run.proc import capture, capture_bytes
 
 CHANGES_DIR = "changes"
+# the seat's changes as a binary git diff against the attempt's base commit (in run/)
+PATCH = "changes.patch"
+# git settings that would change how a patch is written or applied, pinned
+_PATCH_CONFIG = (
+    "-c",
+    "diff.noprefix=false",
+    "-c",
+    "diff.mnemonicPrefix=false",
+    "-c",
+    "diff.relative=false",
+    "-c",
+    "core.quotePath=true",
+)
 # large generated files are listed as changed but not copied into the run folder
 MAX_SNAPSHOT_BYTES = 5 * 1024 * 1024
 # nor is anything past this many bytes copied in all (a seat that fills node_modules)
@@ -133,6 +147,78 @@ def changes(worktree: Worktree) -> tuple[list[str], list[str]]:
         return sorted(p[len(prefix) :] for p in paths if p.startswith(prefix))
 
     return inside(changed - deleted), inside(deleted)
+
+
+def write_patch(worktree: Worktree, target: Path, env: Mapping[str, str] | None = None) -> None:
+    """Write the seat's changes to `target` as a binary git diff against the commit the
+    attempt started from: commits, untracked and ignored files included (as `changes`
+    counts them), paths relative to the workspace; OSError when git fails.
+
+    A private index (the base tree, every file git does not track added as intent to
+    add) lets git diff them all without writing a single object to the repository.
+    """
+    base = [
+        "git",
+        *_PATCH_CONFIG,
+        f"--git-dir={worktree.git_dir}",
+        f"--work-tree={worktree.root}",
+    ]
+    with tempfile.TemporaryDirectory(prefix="brigade-index-") as scratch:
+        variables = {**os.environ, **(env or {}), "GIT_INDEX_FILE": f"{scratch}/index"}
+
+        def git(args: list[str], **more: Any) -> bytes:
+            code, out, err = capture_bytes(
+                [*base, *args], cwd=worktree.root, timeout=600, env=variables, **more
+            )
+            if code != 0:
+                raise OSError(f"git {args[0]} failed in the worktree: {' '.join(err.split())}")
+            return out
+
+        git(["read-tree", worktree.repo.head])
+        others = git(["ls-files", "-z", "--others"])
+        if others:
+            listed = Path(scratch) / "others"
+            listed.write_bytes(others)
+            git(
+                [
+                    "add",
+                    "--intent-to-add",
+                    "--force",
+                    f"--pathspec-from-file={listed}",
+                    "--pathspec-file-nul",
+                ]
+            )
+        relative = [f"--relative={worktree.repo.prefix}"] if worktree.repo.prefix else []
+        diff = [
+            "diff",
+            "--binary",
+            "--full-index",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            *relative,
+            worktree.repo.head,
+            "--",
+        ]
+        git(diff, stdout_path=target)
+
+
+def apply_patch(worktree: Worktree, patch: Path) -> None:
+    """Apply a run's changes.patch to a fresh worktree of its base commit (at the workspace's
+    place in it); OSError naming what git said when it does not apply."""
+    if patch.stat().st_size == 0:
+        return  # the seat changed nothing (git apply refuses an empty patch)
+    args = ["apply", "--binary", "--whitespace=nowarn"]
+    if worktree.repo.prefix:
+        args.append(f"--directory={worktree.repo.prefix}")
+    code, _, err = capture_bytes(
+        ["git", *_PATCH_CONFIG, *args, str(patch)], cwd=worktree.root, timeout=600
+    )
+    if code != 0:
+        raise OSError(f"git apply failed: {' '.join(err.split()) or f'exit status {code}'}")
 
 
 def snapshot(worktree: Worktree, changed: list[str], run_dir: Path) -> list[str]:
