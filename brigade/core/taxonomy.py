@@ -53,6 +53,9 @@ GRADED: frozenset[str] = frozenset({"accepted", "rejected", "unscored"})
 GRADEABLE: frozenset[str] = GRADED | {"grader_error"}
 # terminal states whose receipt stands on a resume: nothing runs
 UP_TO_DATE: frozenset[str] = TERMINAL - {"grader_error"}
+# the seat (execution_error) or the apparatus around it (adapter_error) failed: its
+# stderr tells why
+SEAT_FAILED: frozenset[str] = frozenset({"execution_error", "adapter_error"})
 # summary count keys: every state plus cells with no receipt yet
 COUNT_KEYS: tuple[str, ...] = STATES + ("missing",)
 # how measurement failures are told apart (summary.json, trial statistics)

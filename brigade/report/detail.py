@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.core.plan import Cell
+from brigade.core.taxonomy import SEAT_FAILED
 from brigade.core.transcript import TRANSCRIPT_SCHEMA
 from brigade.outdir import store
 
@@ -144,7 +145,7 @@ def fault_text(doc: Mapping[str, Any] | None) -> str | None:
         return f"{fault['kind']}: {message}" if message else str(fault["kind"])
     kind = doc.get("failure_kind") or doc.get("failure_reason")
     detail = doc.get("failure_detail")
-    if kind in (None, "nonzero_exit") and doc.get("state") not in ("adapter_error",):
+    if kind in (None, "nonzero_exit") and doc.get("state") != "adapter_error":
         return None
     if kind is None:
         return str(detail) if detail else None
@@ -237,7 +238,7 @@ def read_record(
     run_doc = _json_object(run_dir / RUN_RECORD) if run_dir is not None else None
     finished = receipt is not None and receipt.get("state") != "running"
     answer = read_text(run_dir / FINAL, answer_limit) if run_dir and finished else None
-    faulty = receipt is not None and receipt.get("state") in ("execution_error", "adapter_error")
+    faulty = receipt is not None and receipt.get("state") in SEAT_FAILED
     stderr = read_tail(run_dir / STDERR, stderr_lines) if run_dir and faulty else None
     transcript = read_transcript(run_dir / TRANSCRIPT) if run_dir is not None else None
     changes = read_changes(run_dir, run_doc, workspace) if run_dir is not None and run_doc else None
