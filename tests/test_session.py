@@ -91,7 +91,7 @@ def test_the_receipt_index_vouches_only_for_unchanged_files(finished_battery: Pr
     sidecar = json.loads(index_path.read_text())
     cell_id = finished_battery.receipt("ok:agent:1")["cell_id"]
     entry = sidecar["entries"][cell_id]
-    entry[1][1] = "rejected"  # what the index claims; cell.json still says accepted
+    entry[-1][1] = "rejected"  # what the index claims; cell.json still says accepted
     index_path.write_text(json.dumps(sidecar))
     assert opened(finished_battery).recorded[cell_id].state == "rejected"  # stat unchanged
     edit_receipt(finished_battery, "ok:agent:1")  # rewritten as it was: a new inode

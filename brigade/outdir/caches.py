@@ -2,7 +2,9 @@
 
 Every cache (`.plan-index.json`, `.receipt-index.json`, `.output-index.json`,
 `.export-state/`, `.report-state.json`, `.summary-key.json`) is a `Sidecar`:
-a JSON object `{"key": ..., "entries": {name: [stat, value]}}`.
+a JSON object `{"key": ..., "entries": {name: [size, mtime_ns, ctime_ns, inode,
+value]}}` (one flat list per entry: a resume of 100,000 cells holds three
+such maps).
 
 - The key is brigade's code digest (every source and schema file) plus what
   the cache's answers depend on besides (secrets, the export's destination):
@@ -103,18 +105,16 @@ class Sidecar:
         is the one recorded with it; MISS otherwise."""
         # (inlined `matches`: a resume asks this once per cell)
         entry = self.entries.get(name)
-        if info is None or type(entry) is not list or len(entry) != 2:
-            return MISS
-        recorded = entry[0]
         if (
-            type(recorded) is list
-            and len(recorded) == 4
-            and recorded[0] == info.st_size
-            and recorded[1] == info.st_mtime_ns
-            and recorded[2] == info.st_ctime_ns
-            and recorded[3] == info.st_ino
+            info is not None
+            and type(entry) is list
+            and len(entry) == 5
+            and entry[0] == info.st_size
+            and entry[1] == info.st_mtime_ns
+            and entry[2] == info.st_ctime_ns
+            and entry[3] == info.st_ino
         ):
-            return entry[1]
+            return entry[4]
         return MISS
 
     def fresh_file(self, name: str, path: Path | str, dir_fd: int | None = None) -> Any:
@@ -127,14 +127,14 @@ class Sidecar:
         if info is None:
             self.forget(name)
             return
-        entry = [stat_key(info), value]
+        entry = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, value]
         if self.entries.get(name) != entry:
             self.entries[name] = entry
             self.changed = True
 
     def parsed(self, name: str, value: Any) -> None:
         """Keep a fresh entry's value in its parsed form (it saves as the same JSON)."""
-        self.entries[name][1] = value
+        self.entries[name][4] = value
 
     def forget(self, name: str) -> None:
         """Stop vouching for `name`."""
