@@ -155,7 +155,9 @@ def write_patch(worktree: Worktree, target: Path, env: Mapping[str, str] | None 
     counts them), paths relative to the workspace; OSError when git fails.
 
     A private index (the base tree, every file git does not track added as intent to
-    add) lets git diff them all without writing a single object to the repository.
+    add) lets git diff them all; what git writes on the way (the empty blob of an
+    intent to add) goes to a private objects folder, never to the repository. `env`
+    adds to git's environment (its alternates: where a sandboxed seat's commits are).
     """
     base = [
         "git",
@@ -164,7 +166,19 @@ def write_patch(worktree: Worktree, target: Path, env: Mapping[str, str] | None 
         f"--work-tree={worktree.root}",
     ]
     with tempfile.TemporaryDirectory(prefix="brigade-index-") as scratch:
-        variables = {**os.environ, **(env or {}), "GIT_INDEX_FILE": f"{scratch}/index"}
+        objects = Path(scratch) / "objects"
+        objects.mkdir()
+        extra = dict(env or {})
+        alternates = [str(_common_dir(worktree) / "objects")]
+        if extra.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+            alternates.append(extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"])
+        variables = {
+            **os.environ,
+            **extra,
+            "GIT_INDEX_FILE": f"{scratch}/index",
+            "GIT_OBJECT_DIRECTORY": str(objects),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(alternates),
+        }
 
         def git(args: list[str], **more: Any) -> bytes:
             code, out, err = capture_bytes(
@@ -204,6 +218,15 @@ def write_patch(worktree: Worktree, target: Path, env: Mapping[str, str] | None 
             "--",
         ]
         git(diff, stdout_path=target)
+
+
+def _common_dir(worktree: Worktree) -> Path:
+    """The repository's own git folder (where its objects are), from the worktree's."""
+    try:
+        common = (worktree.git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:  # not a linked worktree's folder: the repository's own
+        return worktree.git_dir
+    return Path(os.path.normpath(worktree.git_dir / common))
 
 
 def apply_patch(worktree: Worktree, patch: Path) -> None:
