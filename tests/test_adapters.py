@@ -1857,6 +1857,37 @@ def test_exec_tempfail_kind(line: str, expected: Fault) -> None:
     assert exec_read(75, f"warming up\n{line}\n").fault == expected
 
 
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("provider returned 500", "provider_5xx"),
+        ("upstream: 502 Bad Gateway", "provider_5xx"),
+        ("upstream 502", "provider_5xx"),
+        ("server error", "provider_5xx"),
+        ("Internal Server Error", "provider_5xx"),
+        ("internal error from provider", "provider_5xx"),
+        ("bad gateway", "provider_5xx"),
+        ("HTTP 503", "overloaded"),
+        ("model overloaded, try later", "overloaded"),
+        ("connection reset by peer", "transport_drop"),
+        ("HTTP 429 too many requests", "rate_limited"),
+        ("stream closed before the final message", "transport_drop"),
+        ("HTTP 5030", "transport_drop"),
+        ("status 404", "transport_drop"),
+        ("connection reset after 512 bytes", "transport_drop"),
+    ],
+)
+def test_exec_fault_line_words(line: str, kind: str) -> None:
+    # a program's own fault line: a 5xx status in it is a provider's; sizes are not statuses
+    assert exec_read(75, f"{line}\n").fault == Fault(kind, line)  # type: ignore[arg-type]
+
+
+def test_exec_fault_without_a_line() -> None:
+    assert exec_read(75, "").fault == Fault(
+        "transport_drop", "exited 75 (EX_TEMPFAIL) without a detail line"
+    )
+
+
 def test_exec_other_exits_are_the_agents_own() -> None:
     assert exec_read(1, "rate limit exceeded\n") == Reading("out")
 

@@ -18,9 +18,10 @@ from brigade.adapters import adapter_for
 from brigade.adapters.base import SeatRequest
 from brigade.adapters.common import READ_ONLY_NOTICE
 from brigade.core.specs import SeatSpec
-from brigade.core.taxonomy import fault_reason
+from brigade.core.taxonomy import FAILURE_REASONS
 from brigade.core.transcript import transcript_document
 from brigade.inputs import schemas
+from brigade.run.runner import OWN_FAILURES
 
 # claude as it prints in stream-json mode (the samples of agents/cli_outputs.py)
 FAKE_CLAUDE = """#!{python}
@@ -63,6 +64,12 @@ def fake_bin(tmp_path: Path) -> Path:
     return folder
 
 
+def outcome(receipt: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """A receipt's state, canonical failure reason and fault kind."""
+    fault = receipt.get("fault")
+    return receipt["state"], receipt.get("failure_reason"), fault["kind"] if fault else None
+
+
 def path_with(folder: Path) -> str:
     return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
 
@@ -89,16 +96,16 @@ def test_claude_and_codex_adapters(project: Project, fake_bin: Path) -> None:
     )
     done = project.doit(PATH=path_with(fake_bin))
     assert done.returncode == 3, done.stderr
-    outcomes = {c: (r["state"], r.get("failure_reason")) for c, r in project.receipts().items()}
+    outcomes = {c: outcome(r) for c, r in project.receipts().items()}
     assert outcomes == {
-        "hi:claude:1": ("accepted", None),
-        "hi:codex:1": ("accepted", None),
-        "busy:claude:1": ("adapter_error", "provider_5xx"),
-        "busy:codex:1": ("adapter_error", "transport_drop"),
-        "quiet:claude:1": ("adapter_error", "transport_drop"),
-        "quiet:codex:1": ("unscored", None),
-        "crash:claude:1": ("execution_error", None),
-        "crash:codex:1": ("unscored", None),
+        "hi:claude:1": ("accepted", None, None),
+        "hi:codex:1": ("accepted", None, None),
+        "busy:claude:1": ("adapter_error", "provider_5xx", "overloaded"),
+        "busy:codex:1": ("adapter_error", None, "rate_limited"),
+        "quiet:claude:1": ("adapter_error", None, "empty_output"),
+        "quiet:codex:1": ("unscored", None, None),
+        "crash:claude:1": ("execution_error", None, None),
+        "crash:codex:1": ("unscored", None, None),
     }
     hi = Path(project.receipt("hi:claude:1")["run_dir"])
     assert (hi / "final.txt").read_text() == "hello from claude"
@@ -132,13 +139,17 @@ def test_claude_and_codex_adapters(project: Project, fake_bin: Path) -> None:
     )
 
 
-def test_missing_cli_is_an_adapter_error(project: Project, tmp_path: Path) -> None:
+def test_a_missing_cli_refuses_the_run(project: Project, tmp_path: Path) -> None:
     project.write_roster({"claude": {"cli": "claude"}})
     project.write_manifest([{"id": "c", "prompt": "x"}], seats=("claude",))
     done = project.doit(PATH=str(tmp_path / "empty-bin"))
-    assert done.returncode == 3
-    receipt = project.receipt("c:claude:1")
-    assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "brigade: seat claude needs 'claude', which cannot be run here (not found on PATH, or "
+        "not executable): install it or fix the seat's cli in the roster (brigade doctor "
+        "checks every seat)\n"
+    )
+    assert not (project.out / "cells").exists()
 
 
 def test_doctor(project: Project, fake_bin: Path) -> None:
@@ -190,8 +201,6 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
             {"id": "approve", "prompt": "approve"},
             {"id": "question", "prompt": "question"},
             {"id": "flaky", "prompt": "flaky"},
-            {"id": "usage", "prompt": "usage"},
-            {"id": "auth", "prompt": "auth"},
             {"id": "5xx", "prompt": "5xx"},
             {"id": "overloaded", "prompt": "overloaded"},
             {"id": "drop", "prompt": "drop"},
@@ -202,21 +211,19 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
     )
     done = project.doit(PATH=path_with(fake_bin))
     assert done.returncode == 3, done.stderr
-    outcomes = {c: (r["state"], r.get("failure_reason")) for c, r in project.receipts().items()}
+    outcomes = {c: outcome(r) for c, r in project.receipts().items()}
     assert outcomes == {
-        "hi:codex:1": ("accepted", None),
-        "settings:codex:1": ("unscored", None),
-        "echo:codex:1": ("unscored", None),
-        "approve:codex:1": ("unscored", None),
-        "question:codex:1": ("unscored", None),
-        "flaky:codex:1": ("unscored", None),
-        "usage:codex:1": ("adapter_error", "transport_drop"),
-        "auth:codex:1": ("adapter_error", "transport_drop"),
-        "5xx:codex:1": ("adapter_error", "provider_5xx"),
-        "overloaded:codex:1": ("adapter_error", "provider_5xx"),
-        "drop:codex:1": ("adapter_error", "transport_drop"),
-        "silent:codex:1": ("adapter_error", "transport_drop"),
-        "context:codex:1": ("execution_error", None),
+        "hi:codex:1": ("accepted", None, None),
+        "settings:codex:1": ("unscored", None, None),
+        "echo:codex:1": ("unscored", None, None),
+        "approve:codex:1": ("unscored", None, None),
+        "question:codex:1": ("unscored", None, None),
+        "flaky:codex:1": ("unscored", None, None),
+        "5xx:codex:1": ("adapter_error", "provider_5xx", "overloaded"),
+        "overloaded:codex:1": ("adapter_error", "provider_5xx", "overloaded"),
+        "drop:codex:1": ("adapter_error", "transport_drop", "transport_drop"),
+        "silent:codex:1": ("adapter_error", None, "empty_output"),
+        "context:codex:1": ("execution_error", None, None),
     }
 
     def run_dir(case: str) -> Path:
@@ -252,12 +259,6 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
         run_doc = json.loads((run_dir(case) / "run.json").read_text())
         return run_doc["failure_kind"], run_doc["failure_detail"]
 
-    assert failure("usage") == ("quota", "You've hit your usage limit. Try again later.")
-    assert failure("auth") == (
-        "auth",
-        "Your access token could not be refreshed because your refresh token was revoked. "
-        "Please log out and sign in again.",
-    )
     assert failure("5xx") == (
         "overloaded",
         "exceeded retry limit, last status: 503 Service Unavailable",
@@ -271,6 +272,26 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
     assert json.loads((run_dir("silent") / "run.json").read_text())["failure_kind"] == (
         "empty_output"
     )
+    # faults that waiting does not cure stop the seat: one run each
+    lasting = {
+        "usage": ("quota", "You've hit your usage limit. Try again later."),
+        "auth": (
+            "auth",
+            "Your access token could not be refreshed because your refresh token was revoked. "
+            "Please log out and sign in again.",
+        ),
+    }
+    for case, (kind, message) in lasting.items():
+        project.write_manifest([{"id": case, "prompt": case}], seats=("codex",))
+        done = project.doit(PATH=path_with(fake_bin))
+        assert done.returncode == 3, done.stderr
+        assert outcome(project.receipt(f"{case}:codex:1")) == ("adapter_error", None, kind)
+        assert failure(case) == (kind, message)
+        article = "an" if kind == "auth" else "a"
+        assert done.stderr.splitlines()[-1] == (
+            f"brigade: seat codex stopped after {article} {kind} fault: {message}; "
+            "0 cells not started"
+        )
 
 
 def test_codex_app_server_writable_and_timeout(project: Project, fake_bin: Path) -> None:
@@ -303,15 +324,13 @@ def test_codex_app_server_writable_and_timeout(project: Project, fake_bin: Path)
 
 
 def test_codex_app_server_missing_binary(project: Project, tmp_path: Path) -> None:
+    # the app-server client (brigade's own) is there; the codex it drives is not
     project.write_roster({"codex": {"cli": "codex"}}, codex_transport="app-server")
     project.write_manifest([{"id": "c", "prompt": "x"}], seats=("codex",))
-    done = project.doit(PATH=str(tmp_path / "empty-bin"))
-    assert done.returncode == 3
-    receipt = project.receipt("c:codex:1")
-    assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
-    run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
-    assert run["status"] == "not_launched"
-    assert run["failure_detail"] == "cannot launch codex: No such file or directory"
+    done = project.run(PATH=str(tmp_path / "empty-bin"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("brigade: seat codex needs 'codex', which cannot be run here")
+    assert not (project.out / "cells").exists()
 
 
 # -- every built-in adapter against a fake of its CLI --------------------------------
@@ -327,6 +346,8 @@ FAULTS = {
     "drop": "transport_drop",
     "empty": "empty_output",
 }
+# faults that stop their seat: each runs on a seat of its own (see test_every_cli_lasting_faults)
+LASTING = ("auth", "quota")
 TRICKY = "-starts with a dash\nthen \"double\" and 'single' quotes\n\ttab $HOME `tick` --flag"
 
 
@@ -362,7 +383,8 @@ def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> Non
         "prompt": cli_outputs.ECHO_PROMPT,
         "graders": [{"type": "exact_output", "expected": cli_outputs.ECHO_ANSWER}],
     }
-    cases = [s for s in SCENARIOS if s in SAMPLES[name] and s not in ("echo", "turns")]
+    skipped = ("echo", "turns", *LASTING)
+    cases = [s for s in SCENARIOS if s in SAMPLES[name] and s not in skipped]
     answers = [ok, echo]
     if "turns" in SAMPLES[name]:  # codex: a thread of several turns answers normally
         grader = {"type": "exact_output", "expected": "All good."}
@@ -387,15 +409,13 @@ def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> Non
     # a prompt and an answer about 429s and 401s are a normal, accepted answer
     expected = {answer["id"]: ("accepted", None) for answer in answers}
     expected.update({case: ("adapter_error", FAULTS[case]) for case in cases if case in FAULTS})
-    expected.update(
-        {case: ("execution_error", "nonzero_exit") for case in cases if case not in FAULTS}
-    )
+    own = {case: run_doc(case)["failure_kind"] for case in cases if case not in FAULTS}
+    assert set(own.values()) <= set(OWN_FAILURES) | {"nonzero_exit"}
+    expected.update({case: ("execution_error", kind) for case, kind in own.items()})
     assert outcomes == expected
     for case in cases:
         receipt, doc = receipts[f"{case}:s:1"], run_doc(case)
-        # the receipt's canonical reason is still read from the fault's words (for now)
-        reason = fault_reason(doc["failure_detail"]) if case in FAULTS else None
-        assert receipt.get("failure_reason") == reason, case
+        assert_reading(name, case, receipt, doc)
         # an error report is never taken as the answer
         assert Path(receipt["run_dir"], "final.txt").read_text() == "", case
     receipt = project.receipt("ok:s:1")
@@ -428,6 +448,54 @@ def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> Non
     if name != "ollama":
         assert "m-1" in argv
     assert ("high" in argv) != ("reasoning" in run["settings_not_applied"])
+
+
+def assert_reading(name: str, case: str, receipt: dict[str, Any], doc: dict[str, Any]) -> None:
+    """A fault case's receipt: its kind and the CLI's own message as the adapter reads the
+    sample, the canonical reason mapped from the kind; a seat that stopped itself: its own
+    reason in the detail, no fault."""
+    code, stdout, stderr = SAMPLES[name][case]
+    reading = adapter_for(fake_seat(name)["cli"]).read(exit_code=code, stdout=stdout, stderr=stderr)
+    if case in FAULTS:
+        assert reading.fault is not None, case
+        assert (receipt["state"], receipt["fault"]["kind"]) == ("adapter_error", FAULTS[case])
+        assert receipt["fault"]["message"] == reading.fault.detail == receipt["failure_detail"]
+        assert receipt.get("failure_reason") == FAILURE_REASONS.get(FAULTS[case]), case
+        assert doc["fault"] == receipt["fault"]
+        waits = reading.fault.retry_after_seconds is not None
+        assert ("retry_after_seconds" in receipt["fault"]) == waits, case
+        return
+    assert receipt["state"] == "execution_error" and "fault" not in receipt, case
+    assert "failure_reason" not in receipt, case
+    if reading.own_failure is None:
+        assert receipt["failure_detail"] == f"the seat exited with status {code}", case
+        return
+    kind, message = reading.own_failure.kind, reading.own_failure.detail
+    assert doc["own_failure"] == {"kind": kind, "message": message}, case
+    assert receipt["failure_detail"] == f"{OWN_FAILURES[kind]}: {message}", case
+
+
+@pytest.mark.parametrize("name", [n for n in ALL_CLIS if set(LASTING) & set(SAMPLES[n])])
+def test_every_cli_lasting_faults(project: Project, tmp_path: Path, name: str) -> None:
+    """auth and quota, each on a seat of its own (such a fault stops its seat): adapter_error
+    with the CLI's own kind and message, never the seat's failure."""
+    folder = install_fake(tmp_path, name)
+    lasting = [case for case in LASTING if case in SAMPLES[name]]
+    project.write_roster(
+        {case: {**fake_seat(name), "env": {"FAKE_CLI_SCENARIO": case}} for case in lasting}
+    )
+    project.write_manifest([{"id": "hello", "prompt": "Say hello"}], seats=tuple(lasting))
+    done = project.doit(PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    for case in lasting:
+        receipt = project.receipt(f"hello:{case}:1")
+        doc = json.loads(Path(receipt["run_dir"], "run.json").read_text())
+        assert doc["failure_kind"] == FAULTS[case]
+        assert_reading(name, case, receipt, doc)
+    summary = project.summary()
+    assert summary["fault_kinds"] == {case: 1 for case in lasting}
+    assert summary["counts"]["adapter_error"] == len(lasting)
+    assert summary["trial_stats"]["by_seat"][lasting[0]]["scored"] == 0
 
 
 @pytest.mark.parametrize("name", ALL_CLIS)
@@ -489,6 +557,6 @@ def test_workspace_trust_refusal_is_an_adapter_error(
     # the adapter passes the trust flag, so the ordinary run is not refused
     assert project.receipt("trusted:s:1")["state"] == "unscored"
     refused = project.receipt("refused:s:1")
-    assert (refused["state"], refused["failure_reason"]) == ("adapter_error", "transport_drop")
+    assert outcome(refused) == ("adapter_error", None, "workspace_untrusted")
     run = json.loads(Path(refused["run_dir"], "run.json").read_text())
     assert run["failure_kind"] == "workspace_untrusted"

@@ -283,6 +283,7 @@ def test_a_worker_killed_mid_run_is_a_transport_drop_and_retried_as_a_new_attemp
         1,
     )
     assert lost["failure_detail"].startswith("dask: ")
+    assert lost["fault"] == {"kind": "cluster_lost", "message": lost["failure_detail"]}
     # the task Dask restarted on the other worker did not launch the seat again
     assert [c for c, _ in cluster.launches()[before:]].count("long:agent:1") == 1
 
@@ -372,7 +373,8 @@ def test_a_seat_whose_resource_no_worker_offers_exits_2_and_a_missing_commit_is_
         cluster.kill_tree(worker)
     assert done.returncode == 3, done.stderr
     receipt = project.receipt("a:agent:1")
-    assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
+    assert (receipt["state"], receipt["fault"]["kind"]) == ("adapter_error", "worktree_failed")
+    assert "failure_reason" not in receipt
     assert "is not in the git checkout at" in receipt["failure_detail"]
     assert str(clone) in receipt["failure_detail"]
 
@@ -508,6 +510,7 @@ def test_a_lost_scheduler_is_a_transport_drop_not_a_crash(
     assert err.count("\n") == 2, err  # the read-only note and the summary line: no tracebacks
     receipt = project.receipt("held:agent:1")
     assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
+    assert receipt["fault"]["kind"] == "cluster_lost"
     assert "connection" in receipt["failure_detail"]
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from brigade.core.taxonomy import (
     COUNT_KEYS,
+    FAILURE_REASONS,
+    FAULT_KINDS,
     STATES,
     TERMINAL,
     RunFacts,
@@ -16,7 +18,6 @@ from brigade.core.taxonomy import (
     classify_grades,
     classify_run,
     exit_bucket,
-    fault_reason,
     is_measurement_failure,
     is_real_failure,
     outcome_name,
@@ -28,10 +29,17 @@ def facts(
     launched: bool = True,
     timed_out: bool = False,
     exit_code: int | None = 0,
-    fault_detail: str | None = None,
+    kind: str | None = None,
+    detail: str | None = None,
+    own: str | None = None,
 ) -> RunFacts:
     return RunFacts(
-        launched=launched, timed_out=timed_out, exit_code=exit_code, fault_detail=fault_detail
+        launched=launched,
+        timed_out=timed_out,
+        exit_code=exit_code,
+        fault_kind=kind,
+        fault_detail=detail,
+        own_failure=own,
     )
 
 
@@ -65,73 +73,68 @@ def test_state_sets() -> None:
 
 def test_not_launched() -> None:
     assert classify_run(facts(launched=False, exit_code=None)) == Verdict(
-        "adapter_error", "transport_drop", "the seat command could not be launched"
+        "adapter_error", None, "the seat command could not be launched", "launch_failed"
     )
 
 
-def test_not_launched_with_detail() -> None:
-    detail = "codex: executable not found on PATH"
-    assert classify_run(facts(launched=False, exit_code=None, fault_detail=detail)) == Verdict(
-        "adapter_error", "transport_drop", detail
+def test_a_missing_program_is_an_adapter_error_without_a_canonical_reason() -> None:
+    detail = "cannot launch codex: No such file or directory"
+    verdict = classify_run(
+        facts(launched=False, exit_code=None, kind="binary_missing", detail=detail)
     )
+    assert verdict == Verdict("adapter_error", None, detail, "binary_missing")
 
 
 def test_timed_out() -> None:
     assert classify_run(facts(timed_out=True, exit_code=-9)) == Verdict(
-        "execution_error", "timeout", "the seat hit its time limit"
+        "execution_error", "timeout", "the seat hit its time limit", "timeout"
     )
 
 
 def test_timeout_wins_over_a_fault() -> None:
-    verdict = classify_run(facts(timed_out=True, exit_code=75, fault_detail="HTTP 503"))
-    assert verdict == Verdict("execution_error", "timeout", "the seat hit its time limit")
+    verdict = classify_run(facts(timed_out=True, exit_code=75, kind="overloaded", detail="503"))
+    assert verdict == Verdict(
+        "execution_error", "timeout", "the seat hit its time limit", "timeout"
+    )
 
 
 @pytest.mark.parametrize(
-    "detail",
+    ("kind", "reason"),
     [
-        "HTTP 503",
-        "provider returned 500",
-        "upstream: 502 Bad Gateway",
-        "server error",
-        "Internal Server Error",
-        "internal error from provider",
-        "model overloaded, try later",
-        "bad gateway",
+        ("rate_limited", None),
+        ("overloaded", "provider_5xx"),
+        ("provider_5xx", "provider_5xx"),
+        ("auth", None),
+        ("quota", None),
+        ("binary_missing", None),
+        ("transport_drop", "transport_drop"),
+        ("workspace_untrusted", None),
+        ("empty_output", None),
+        ("worktree_failed", None),
+        ("cluster_lost", "transport_drop"),
+        ("launch_failed", None),
     ],
 )
-def test_fault_with_5xx_text(detail: str) -> None:
-    assert classify_run(facts(exit_code=75, fault_detail=detail)) == Verdict(
-        "adapter_error", "provider_5xx", detail
+def test_every_fault_is_an_adapter_error_its_reason_from_its_kind(
+    kind: str, reason: str | None
+) -> None:
+    # the detail never decides: a quota message naming a 503 is still a quota fault
+    detail = "usage limit reached (HTTP 503 from the gateway), try again in 4 days"
+    assert classify_run(facts(exit_code=1, kind=kind, detail=detail)) == Verdict(
+        "adapter_error", reason, detail, kind
     )
-    assert fault_reason(detail) == "provider_5xx"
-
-
-@pytest.mark.parametrize(
-    "detail",
-    [
-        "connection reset by peer",
-        "HTTP 429 too many requests",
-        "stream closed before the final message",
-        "HTTP 5030",
-        "status 404",
-        "",
-    ],
-)
-def test_fault_without_5xx_text(detail: str) -> None:
-    assert classify_run(facts(exit_code=75, fault_detail=detail)) == Verdict(
-        "adapter_error", "transport_drop", detail
-    )
-    assert fault_reason(detail) == "transport_drop"
-
-
-def test_byte_count_is_not_a_5xx_status() -> None:
-    assert fault_reason("connection reset after 512 bytes") == "transport_drop"
+    assert set(FAILURE_REASONS) | {kind} <= set(FAULT_KINDS)
 
 
 def test_fault_with_exit_zero_is_still_an_adapter_error() -> None:
-    verdict = classify_run(facts(exit_code=0, fault_detail="stream dropped"))
-    assert verdict == Verdict("adapter_error", "transport_drop", "stream dropped")
+    verdict = classify_run(facts(exit_code=0, kind="transport_drop", detail="stream dropped"))
+    assert verdict == Verdict("adapter_error", "transport_drop", "stream dropped", "transport_drop")
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_a_seat_that_stopped_itself_failed_with_its_reason(code: int) -> None:
+    why = "the seat hit its turn limit: Reached maximum number of turns (1)"
+    assert classify_run(facts(exit_code=code, own=why)) == Verdict("execution_error", None, why)
 
 
 @pytest.mark.parametrize("code", [1, 2, 3, 75, 127, -15])
@@ -264,7 +267,7 @@ def test_outcome_name() -> None:
 
 
 def test_fault_kinds() -> None:
-    from brigade.core.taxonomy import FAULT_KINDS, PERSISTENT_FAULTS, TRANSIENT_FAULTS
+    from brigade.core.taxonomy import PERSISTENT_FAULTS, TRANSIENT_FAULTS
 
     assert FAULT_KINDS == (
         "rate_limited",
@@ -279,6 +282,7 @@ def test_fault_kinds() -> None:
         "empty_output",
         "worktree_failed",
         "cluster_lost",
+        "launch_failed",
     )
     # waiting cures the transient ones only; a timeout is retried only when asked
     assert PERSISTENT_FAULTS == {"auth", "quota", "binary_missing"}

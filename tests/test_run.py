@@ -86,19 +86,17 @@ def test_mixed_battery_through_doit(project: Project) -> None:
     assert "failure_reason" not in crash
 
 
-def test_launch_failure_is_an_adapter_error(project: Project) -> None:
+def test_a_seat_whose_program_is_missing_refuses_the_run(project: Project) -> None:
     project.write_roster(MIXED_ROSTER)
-    project.write_manifest([{"id": "c", "prompt": "answer: x"}], seats=("missing",))
-    done = project.run()
-    assert done.returncode == 3, done.stderr
-    receipt = project.receipt("c:missing:1")
-    assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
-    assert receipt["exit_code"] is None
-    run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
-    assert run["status"] == "not_launched"
-    assert run["failure_kind"] == "launch_failed"
-    workers = json.loads(Path(receipt["run_dir"], "worker-results.json").read_text())
-    assert workers["results"][0]["ok"] is False
+    project.write_manifest([{"id": "c", "prompt": "answer: x"}], seats=("agent", "missing"))
+    for done in (project.run(), project.doit()):
+        assert done.returncode == 2
+        assert done.stderr == (
+            "brigade: seat missing needs '/nonexistent/agent-binary', which cannot be run "
+            "here (not found on PATH, or not executable): install it or fix the seat's cli "
+            "in the roster (brigade doctor checks every seat)\n"
+        )
+        assert not (project.out / "cells").exists() and not (project.out / "plan.json").exists()
 
 
 def test_mixed_battery_through_brigade_run_in_parallel(project: Project) -> None:

@@ -75,7 +75,7 @@ def test_every_run_document_has_the_same_keys(finished_battery: Project) -> None
     job = seat.seat_job(cell, 9)
     rdir = finished_battery.root / "scratch"
     rdir.mkdir()
-    lost = seat.unlaunched_run(job, rdir, finished_battery.workspace, "lost", "transport_error")
+    lost = seat.unlaunched_run(job, rdir, finished_battery.workspace, "lost", "cluster_lost")
     assert sorted(lost.run_doc) == sorted(ran)
     assert schemas.problems(lost.run_doc, seat.RUN_SCHEMA) == []
     assert (lost.run_doc["status"], lost.run_doc["failure_detail"]) == ("not_launched", "lost")

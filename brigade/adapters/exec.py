@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 import time
@@ -87,13 +88,27 @@ class ExecAdapter:
         return None
 
 
+# a 5xx status in a program's own fault line: a standalone 500-599 that is not a size,
+# a duration or a count
+_5XX = re.compile(
+    r"\b5\d\d\b(?!\s*(?:bytes?|b\b|kib|kb|mib|mb|ms|s\b|secs?|seconds?|lines?|tokens?|chars?"
+    r"|characters?|items?|files?|%))|server error|internal error|bad gateway"
+    r"|gateway time-?out",
+    re.IGNORECASE,
+)
+
+
 def _reported_kind(line: str) -> tuple[FaultKind, str]:
-    """The kind a detail line names (`quota: ...`), else the one its words give."""
+    """The kind a detail line names (`quota: ...`), else the one its words give: a provider's
+    report, any other 5xx status (provider_5xx), else a dropped transport."""
     head, sep, rest = line.partition(":")
     if sep and head.strip() in FAULT_KINDS:
         kind: FaultKind = head.strip()  # type: ignore[assignment]
         return kind, rest.strip() or line
-    return classify_fault(line) or "transport_drop", line
+    found = classify_fault(line)
+    if found is None:
+        found = "provider_5xx" if _5XX.search(line) else "transport_drop"
+    return found, line
 
 
 def _usage(files: dict[str, str]) -> tuple[Usage | None, tuple[str, ...]]:

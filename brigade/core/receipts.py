@@ -29,6 +29,7 @@ class ReceiptView(NamedTuple):
     score: float | None
     output_digest: str | None
     failure_reason: str | None
+    fault_kind: str | None  # the kind of the receipt's `fault`, None when it records none
     graders: tuple[tuple[str, float | None], ...]  # (status, score) of each grader result
 
     @classmethod
@@ -47,6 +48,7 @@ class ReceiptView(NamedTuple):
             receipt.get("score"),
             receipt.get("output_digest"),
             receipt.get("failure_reason"),
+            _fault_kind(receipt.get("fault")),
             tuple((g.get("status"), g.get("score")) for g in receipt.get("graders") or ()),
         )
 
@@ -68,6 +70,11 @@ class ReceiptView(NamedTuple):
     def stamp(self) -> str:
         """Changes whenever its receipt is rewritten with new content (run, regrade)."""
         return f"{self.attempt}|{self.state}|{self.graded_at}"
+
+
+def _fault_kind(fault: Any) -> str | None:
+    kind = fault.get("kind") if isinstance(fault, Mapping) else None
+    return sys.intern(kind) if type(kind) is str else None
 
 
 def view_of(receipt: Mapping[str, Any] | None) -> ReceiptView | None:

@@ -13,6 +13,7 @@ from brigade.core.taxonomy import (
     MEASUREMENT_KINDS,
     TERMINAL,
     exit_bucket,
+    fault_kind_of,
     measurement_kind,
     outcome_name,
 )
@@ -58,6 +59,7 @@ def build_summary(
     by_seat: dict[str, _SeatTally] = {}
     failures = _failure_kinds()
     reasons: dict[str, int] = {}
+    faults: dict[str, int] = {}  # fault kind -> cells that met it (adapter_error, timeout)
     for cell in plan.cells:
         seat = by_seat.get(cell.seat.name)
         if seat is None:
@@ -75,6 +77,10 @@ def build_summary(
         if kind is not None:
             failures[kind] += 1
             seat.failures[kind] += 1
+        fault = fault_kind_of(state, reason, receipt.fault_kind)
+        if fault is not None:
+            faults[fault] = faults.get(fault, 0) + 1
+            seat.faults[fault] = seat.faults.get(fault, 0) + 1
         if receipt.duration_seconds is not None:
             seat.durations.append(receipt.duration_seconds)
         if state == "grader_error":
@@ -104,6 +110,7 @@ def build_summary(
         "total_cells": len(plan.cells),
         "measurement_failure_kinds": failures,
         "failure_reasons": reasons,
+        "fault_kinds": dict(sorted(faults.items())),
         "partial_scores_label": PARTIAL_LABEL,
         "by_seat": {name: tally.document() for name, tally in by_seat.items()},
         "trial_stats": trial_stats(
@@ -128,6 +135,7 @@ class _SeatTally:
     def __init__(self) -> None:
         self.counts = empty_counts()
         self.failures = _failure_kinds()
+        self.faults: dict[str, int] = {}
         self.scores: list[float] = []
         self.partial: list[float] = []
         self.durations: list[float] = []
@@ -138,6 +146,7 @@ class _SeatTally:
             "counts": self.counts,
             "measurement_failures": sum(self.failures.values()),
             "measurement_failure_kinds": self.failures,
+            "fault_kinds": dict(sorted(self.faults.items())),
             "scores": describe(self.scores, keep_values=False),
             "partial_scores": describe(self.partial, keep_values=False),
             "durations": describe(self.durations, keep_values=False),

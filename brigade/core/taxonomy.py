@@ -8,8 +8,7 @@ performance. Every set of states the package uses is defined here, from `State`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -41,6 +40,7 @@ FaultKind = Literal[
     "empty_output",
     "worktree_failed",
     "cluster_lost",
+    "launch_failed",
 ]
 # what bringing a cell up to date needs (the resume table)
 Action = Literal["skip", "regrade", "run", "reuse"]
@@ -68,54 +68,70 @@ PERSISTENT_FAULTS: frozenset[str] = frozenset({"auth", "quota", "binary_missing"
 TRANSIENT_FAULTS: frozenset[str] = frozenset(
     {"rate_limited", "overloaded", "provider_5xx", "transport_drop"}
 )
+# The seed's canonical `failure_reason` of each fault kind; the receipt has none for
+# the other kinds (its `fault` object names every kind). 529 and 503 are 5xx statuses;
+# a lost cluster worker dropped the seat's transport.
+FAILURE_REASONS: Mapping[str, FailureReason] = {
+    "timeout": "timeout",
+    "provider_5xx": "provider_5xx",
+    "overloaded": "provider_5xx",
+    "transport_drop": "transport_drop",
+    "cluster_lost": "transport_drop",
+}
 
 EXIT_CLEAN = 0
 EXIT_REJECTED = 1
 EXIT_UNUSABLE = 2
 EXIT_MEASUREMENT = 3
 
-# a 5xx status: a standalone 500-599 that is not a size, a duration or a count
-_5XX = re.compile(
-    r"\b5\d\d\b(?!\s*(?:bytes?|b\b|kib|kb|mib|mb|ms|s\b|secs?|seconds?|lines?|tokens?|chars?"
-    r"|characters?|items?|files?|%))|server error|internal error|overloaded|bad gateway"
-    r"|service unavailable|gateway time-?out",
-    re.IGNORECASE,
-)
-
 
 @dataclass(frozen=True)
 class Verdict:
-    """A cell's state and, when it applies, why."""
+    """A cell's state and, when they apply, why: the canonical reason, a one-line detail and
+    the kind of the apparatus fault (`timeout` for a seat that hit its time limit)."""
 
     state: State
     failure_reason: FailureReason | None = None
     detail: str | None = None
+    fault_kind: str | None = None
 
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What happened to the seat process, as seen by proc and the adapter."""
+    """What happened to the seat process, as seen by proc, the adapter and the executor.
+
+    `fault_kind`/`fault_detail`: an apparatus fault (a launch failure among them);
+    `own_failure`: the seat's own reason for failing (a turn or budget limit), one line.
+    """
 
     launched: bool
     timed_out: bool
     exit_code: int | None
-    fault_detail: str | None  # an apparatus fault the adapter recognised (or the launch error)
-
-
-def fault_reason(detail: str) -> FailureReason:
-    """provider_5xx when the detail names a 5xx status or a server error, else transport_drop."""
-    return "provider_5xx" if _5XX.search(detail) else "transport_drop"
+    fault_kind: str | None = None
+    fault_detail: str | None = None
+    own_failure: str | None = None
 
 
 def classify_run(facts: RunFacts) -> Verdict | None:
-    """The state decided by the run alone, or None when the output goes to the graders."""
+    """The state decided by the run alone, or None when the output goes to the graders.
+
+    Every apparatus fault is an adapter_error (auth and quota too: an expired login
+    is never the seat's failure), its reason mapped from its kind, never read from
+    its text; a seat that stopped itself is an execution_error with its reason.
+    """
     if not facts.launched:
+        kind = facts.fault_kind or "launch_failed"
         detail = facts.fault_detail or "the seat command could not be launched"
-        return Verdict("adapter_error", fault_reason(detail), detail)
+        return Verdict("adapter_error", FAILURE_REASONS.get(kind), detail, kind)
     if facts.timed_out:
-        return Verdict("execution_error", "timeout", "the seat hit its time limit")
-    if facts.fault_detail is not None:
-        return Verdict("adapter_error", fault_reason(facts.fault_detail), facts.fault_detail)
+        return Verdict("execution_error", "timeout", "the seat hit its time limit", "timeout")
+    if facts.fault_kind is not None:
+        detail = facts.fault_detail or facts.fault_kind
+        return Verdict(
+            "adapter_error", FAILURE_REASONS.get(facts.fault_kind), detail, facts.fault_kind
+        )
+    if facts.own_failure is not None:
+        return Verdict("execution_error", None, facts.own_failure)
     if facts.exit_code != 0:
         return Verdict("execution_error", None, f"the seat exited with status {facts.exit_code}")
     return None
@@ -157,6 +173,16 @@ def measurement_kind(state: str | None, failure_reason: str | None) -> Measureme
     if state == "grader_error":
         return "grader_error"
     return "timeout"
+
+
+def fault_kind_of(state: str | None, failure_reason: str | None, kind: str | None) -> str | None:
+    """The apparatus fault a finished cell met (an adapter_error, a timed-out seat): the kind
+    its receipt records, else (receipts written before kinds were) its failure_reason."""
+    if state == "adapter_error":
+        return kind or failure_reason or "unknown"
+    if state == "execution_error" and failure_reason == "timeout":
+        return "timeout"
+    return None
 
 
 def is_real_failure(state: str | None, failure_reason: str | None) -> bool:

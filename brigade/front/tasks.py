@@ -39,6 +39,7 @@ from brigade.front.session import (
 from brigade.outdir import store
 from brigade.outdir.planfile import write_plan
 from brigade.report.finish import finish_run, leak_lines
+from brigade.run.doctor import missing_programs
 from brigade.run.runner import Hand, RunContext, bring_up_to_date, regrade_if_needed
 
 if TYPE_CHECKING:
@@ -366,6 +367,7 @@ def namespace(
     # the scheduler exists only when a seat may run (it is not even imported otherwise)
     scheduler = None
     if not listing and any(task.action in ("run", "reuse") for task in chosen.own):
+        check_programs(session, chosen)
         scheduler = build_scheduler(session)
         info.scheduler = scheduler
     hand = _hand_to(scheduler, info) if scheduler is not None else None
@@ -394,6 +396,22 @@ def namespace(
     if scheduler is not None:
         generators["task_collect"] = lambda: collect_task(scheduler, session, info)
     return generators
+
+
+def check_programs(session: Session, chosen: Selection) -> None:
+    """Fail fast: refuse the run (exit 2, one line) when a seat with a cell to run has no
+    program here; seats whose cells are all up to date are not asked. (On a Dask cluster
+    the workers' resources say which CLIs they have: checked when it connects.)"""
+    if session.cluster is not None:
+        return
+    seats = {task.cell.seat.name: task.cell.seat for task in chosen.own if task.action == "run"}
+    missing = missing_programs(seats.values(), session.workspace)
+    if missing:
+        listed = "; ".join(f"seat {seat} needs {program!r}" for seat, program in missing)
+        raise EnvironmentProblem(
+            f"{listed}, which cannot be run here (not found on PATH, or not executable): "
+            "install it or fix the seat's cli in the roster (brigade doctor checks every seat)"
+        )
 
 
 def _hand_to(scheduler: Scheduler, info: RunInfo) -> Hand:

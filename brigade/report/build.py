@@ -124,9 +124,16 @@ def report_cells(
                 graders=tuple(projected.get("graders", [])),
                 answer=answer,
                 fault=shown_fault,
+                fault_kind=_fault_kind(receipt),
             )
         )
     return cells
+
+
+def _fault_kind(receipt: Mapping[str, Any] | None) -> str | None:
+    fault = receipt.get("fault") if receipt is not None else None
+    kind = fault.get("kind") if isinstance(fault, Mapping) else None
+    return kind if isinstance(kind, str) else None
 
 
 @dataclass(frozen=True)

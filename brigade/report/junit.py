@@ -40,7 +40,8 @@ def _outcome_element(cell: ReportCell) -> tuple[str, dict[str, str]] | None:
             message = f"execution_error: {detail or 'the seat failed'}"
         return "failure", {"type": cell.state, "message": message}
     if cell.measurement_failure:
-        kind = cell.failure_reason or cell.state
+        # the fault's own kind (auth, quota, rate_limited, ...) and the provider's message
+        kind = cell.fault_kind or cell.failure_reason or cell.state
         message = f"measurement failure, not counted against the seat: {cell.label}"
         return "error", {"type": kind, "message": f"{message}: {detail}" if detail else message}
     reasons = {

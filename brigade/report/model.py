@@ -29,6 +29,7 @@ class ReportCell:
     # the answer (projected and cut, with a note when cut) and the fault, as JUnit shows them
     answer: str | None = None
     fault: str | None = None
+    fault_kind: str | None = None  # the kind of the receipt's fault (auth, rate_limited, ...)
 
     @property
     def measurement_failure(self) -> bool:
@@ -42,8 +43,9 @@ class ReportCell:
 
     @property
     def label(self) -> str:
-        """The state, with its failure reason when there is one."""
-        return f"{self.state} ({self.failure_reason})" if self.failure_reason else self.state
+        """The state, with the kind of its fault (else its failure reason) when it has one."""
+        why = self.fault_kind or self.failure_reason
+        return f"{self.state} ({why})" if why else self.state
 
     def document(self) -> dict[str, Any]:
         """The cell as `brigade report --json` prints it."""
@@ -56,6 +58,7 @@ class ReportCell:
             "state": self.state,
             "failure_reason": self.failure_reason,
             "failure_detail": self.failure_detail,
+            "fault_kind": self.fault_kind,
             "attempt": self.attempt,
             "duration_seconds": self.duration,
             "score": self.score,

@@ -11,7 +11,7 @@ its draining thread (the `collect` task). A worker runs the seat with
 `seat.execute_seat`, the code a local run uses; this module knows nothing of a
 cell's lifecycle beyond that. A fault of the engine (a worker that died, a lost
 scheduler, a cancelled task) is an apparatus fault of that cell: adapter_error
-/ transport_drop, which --retry-transient re-runs.
+of kind cluster_lost (failure_reason transport_drop), which --retry-transient re-runs.
 
 `distributed` is imported only here and only when the executor is used, so the
 local executor needs nothing beyond brigade's own dependencies.
@@ -33,7 +33,6 @@ from typing import Any
 from brigade.adapters import adapter_for
 from brigade.core.plan import Cell
 from brigade.core.specs import SeatSpec
-from brigade.core.taxonomy import fault_reason
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import proc, worktree
@@ -254,7 +253,7 @@ class DaskExecutor:
     def _record_fault(self, pending: _Pending, detail: str) -> dict[str, Any]:
         rdir = store.run_dir(self.out, pending.cell.cell_id, pending.attempt)
         run = unlaunched_run(
-            pending.job, rdir, self.workspace, detail, "transport_error", "apparatus_fault"
+            pending.job, rdir, self.workspace, detail, "cluster_lost", "apparatus_fault"
         )
         return self._finish(pending, record_run(rdir, run))
 
@@ -284,10 +283,8 @@ class DaskExecutor:
 
 
 def _engine_fault(what: str, exc: BaseException | None = None) -> str:
-    """A one-line detail for an engine fault; always read as transport_drop, never a 5xx."""
+    """A one-line detail for a fault of the engine (its kind is always cluster_lost)."""
     detail = f"dask: {what}" + (f" ({type(exc).__name__}: {_one_line(exc)})" if exc else "")
-    if fault_reason(detail) != "transport_drop":  # the message happened to look like a 5xx
-        detail = f"dask: {what}" + (f" ({type(exc).__name__})" if exc else "")
     return detail[:500]
 
 

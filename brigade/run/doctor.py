@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 from brigade.adapters import adapter_for
@@ -78,6 +79,18 @@ def check_seat(seat: SeatSpec, workspace: Path) -> SeatCheck:
         version=executable_version(adapter, seat, executable),
         read_only_enforcement=invocation.read_only_enforcement,
     )
+
+
+def missing_programs(seats: Iterable[SeatSpec], workspace: Path) -> list[tuple[str, str]]:
+    """(seat, program) for each seat whose program cannot be run here (what `check_seat`
+    resolves, without asking for versions)."""
+    missing = []
+    for seat in seats:
+        invocation = adapter_for(seat.cli).invocation(probe_request(seat, workspace))
+        program = invocation.argv[0]
+        if resolve_executable(program, workspace, {**os.environ, **seat.env}) is None:
+            missing.append((seat.name, program))
+    return missing
 
 
 def read_only_warnings(seats: list[SeatSpec], workspace: Path) -> list[str]:

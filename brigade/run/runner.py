@@ -187,18 +187,48 @@ def _remove_crash_leftovers(out: Path, cell_id: str, attempt: int | None) -> Non
         store.remove_stale_temps(folder / store.RUN_DIR)
 
 
+# how a receipt's detail says why a seat stopped itself (run.json `own_failure.kind`)
+OWN_FAILURES = {
+    "turn_limit": "the seat hit its turn limit",
+    "budget_limit": "the seat hit its budget limit",
+    "agent_error": "the agent reported an error",
+}
+# failure kinds older run.json documents recorded, as fault kinds
+_OLDER_KINDS = {
+    "tempfail": "transport_drop",
+    "provider_error": "provider_5xx",
+    "transport_error": "cluster_lost",
+}
+
+
 def facts_from_run(run_doc: dict[str, Any]) -> RunFacts:
-    """The classification inputs recorded in run.json."""
+    """The classification inputs recorded in run.json: its `fault` and `own_failure` (from
+    `failure_kind` for documents written before those keys were)."""
     status = run_doc["status"]
+    fault = run_doc.get("fault")
+    kind: str | None = None
+    detail: str | None = None
+    if isinstance(fault, dict):
+        kind, detail = fault.get("kind"), fault.get("message")
+    elif status in ("not_launched", "apparatus_fault"):
+        recorded = str(run_doc.get("failure_kind") or "transport_drop")
+        if status == "not_launched":
+            kind = "launch_failed"
+        else:
+            kind = _OLDER_KINDS.get(recorded, recorded)
+        detail = run_doc.get("failure_detail") or status
+    own = run_doc.get("own_failure")
+    own_text = None
+    if isinstance(own, dict):
+        reason = OWN_FAILURES.get(str(own.get("kind")), "the seat failed")
+        own_text = f"{reason}: {own['message']}" if own.get("message") else reason
     return RunFacts(
         launched=status != "not_launched",
         timed_out=status == "timed_out",
         exit_code=run_doc["exit_code"],
-        fault_detail=(
-            run_doc.get("failure_detail") or status
-            if status in ("not_launched", "apparatus_fault")
-            else None
-        ),
+        fault_kind=kind,
+        fault_detail=detail,
+        own_failure=own_text,
     )
 
 
@@ -335,6 +365,8 @@ def finish(
     )
     if changes is not None:
         receipt["changes_digest"] = changes
+    if verdict.fault_kind is not None:
+        receipt["fault"] = _fault_document(verdict, run_doc)
     if reused is not None:
         receipt["reused_run"] = reused
         receipt["finished_at"] = receipt["graded_at"]  # this attempt ended now, not the source's
@@ -374,6 +406,14 @@ def _terminal_fields(
     if verdict.detail is not None:
         fields["failure_detail"] = verdict.detail
     return fields
+
+
+def _fault_document(verdict: Verdict, run_doc: dict[str, Any]) -> dict[str, Any]:
+    """The receipt's `fault`: run.json's when it records the same kind, else the verdict's."""
+    recorded = run_doc.get("fault")
+    if isinstance(recorded, dict) and recorded.get("kind") == verdict.fault_kind:
+        return dict(recorded)
+    return {"kind": verdict.fault_kind, "message": verdict.detail or verdict.fault_kind}
 
 
 def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -453,7 +493,8 @@ def regrade(
     verdict = classify_grades(results)
     if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
-    updated = {k: v for k, v in receipt.items() if k not in ("failure_reason", "failure_detail")}
+    dropped = ("failure_reason", "failure_detail", "fault")
+    updated = {k: v for k, v in receipt.items() if k not in dropped}
     if legacy.is_original_receipt(receipt):
         updated.update(_current_fields(cell, receipt, rdir))
     updated.update(

@@ -166,15 +166,17 @@ def execute_seat(
                 if result.timed_out
                 else None,
             )
-        status, kind, detail = _run_status(result, reading)
+        ended = _run_status(result, reading, job.seat.timeout_seconds)
         run_doc = run_document(
             job,
             cwd,
-            status=status,
+            status=ended.status,
             started_at=result.started_at,
             finished_at=result.finished_at,
-            failure_kind=kind,
-            failure_detail=detail,
+            failure_kind=ended.kind,
+            failure_detail=ended.detail,
+            fault=ended.fault,
+            own_failure=ended.own_failure,
             adapter=adapter.name,
             exit_code=result.exit_code,
             signal=result.signal,
@@ -197,10 +199,13 @@ def execute_seat(
                 with contextlib.suppress(OSError):  # only a patch brigade wrote in full counts
                     (rdir / worktree.PATCH).unlink()
                 # what the seat left cannot be read: a fault of the apparatus, this cell's
+                detail = f"worktree: {exc}"
                 run_doc.update(
                     status="apparatus_fault",
                     failure_kind="worktree_failed",
-                    failure_detail=f"worktree: {exc}",
+                    failure_detail=detail,
+                    fault={"kind": "worktree_failed", "message": detail},
+                    own_failure=None,
                 )
             else:
                 run_doc["changed_files"] = changed
@@ -239,16 +244,35 @@ def worktree_repo(workspace: Path, head: str | None) -> worktree.Repo:
     return dataclasses.replace(repo, head=head)
 
 
-def _run_status(result: proc.ProcResult, reading: Reading) -> tuple[str, str | None, str | None]:
+@dataclass(frozen=True)
+class _Ended:
+    """How a seat run ended, as run.json records it."""
+
+    status: str
+    kind: str | None = None  # failure_kind: a fault's kind, the seat's own reason, nonzero_exit
+    detail: str | None = None
+    fault: dict[str, Any] | None = None  # {kind, message, retry_after_seconds?}
+    own_failure: dict[str, Any] | None = None  # {kind, message}: the seat stopped itself
+
+
+def _run_status(result: proc.ProcResult, reading: Reading, limit: float) -> _Ended:
     if not result.launched:
-        return "not_launched", "launch_failed", result.launch_error
+        kind = result.launch_fault or "launch_failed"
+        detail = result.launch_error or "the seat command could not be launched"
+        return _Ended("not_launched", kind, detail, {"kind": kind, "message": detail})
     if result.timed_out:
-        return "timed_out", "timeout", "no exit within the seat's time limit; process group killed"
+        detail = f"no exit within the seat's time limit ({limit:g} s); process group killed"
+        return _Ended("timed_out", "timeout", detail, {"kind": "timeout", "message": detail})
     if reading.fault is not None:
-        return "apparatus_fault", reading.fault.kind, reading.fault.detail
+        found = reading.fault
+        return _Ended("apparatus_fault", found.kind, found.detail, found.document())
+    if reading.own_failure is not None:
+        own = reading.own_failure
+        document = {"kind": own.kind, "message": own.detail}
+        return _Ended("failed", own.kind, own.detail, own_failure=document)
     if result.exit_code != 0:
-        return "failed", "nonzero_exit", f"exited with status {result.exit_code}"
-    return "completed", None, None
+        return _Ended("failed", "nonzero_exit", f"exited with status {result.exit_code}")
+    return _Ended("completed")
 
 
 def unlaunched_run(
@@ -271,6 +295,7 @@ def unlaunched_run(
         finished_at=now,
         failure_kind=kind,
         failure_detail=detail,
+        fault={"kind": kind, "message": detail},
         adapter=adapter_for(job.seat.cli).name,
     )
     return SeatRun(run_doc, "", False, job.seat.transport, job.seat.name)
@@ -286,6 +311,8 @@ def run_document(
     failure_kind: str | None,
     failure_detail: str | None,
     adapter: str,
+    fault: dict[str, Any] | None = None,
+    own_failure: dict[str, Any] | None = None,
     exit_code: int | None = None,
     signal: int | None = None,
     duration_seconds: float = 0.0,
@@ -315,6 +342,8 @@ def run_document(
         "finished_at": finished_at,
         "failure_kind": failure_kind,
         "failure_detail": failure_detail,
+        "fault": fault,
+        "own_failure": own_failure,
         "adapter": adapter,
         "argv": list(argv),
         "executable": executable,

@@ -8,7 +8,7 @@
   exit: CODE          exit with CODE after answering
   tempfail: DETAIL    print DETAIL on stderr and exit 75 (an apparatus fault)
   write: PATH=TEXT    write TEXT to PATH (relative to the working directory; $VARS expanded)
-  delete: PATH        delete PATH
+  delete: PATH        delete PATH ($VARS expanded)
   env: NAME           print the value of environment variable NAME
   spawn: SECONDS      start a background child that sleeps (pid in $FAKE_AGENT_PIDS)
   tempfail_before: N KIND: DETAIL
@@ -75,7 +75,7 @@ for line in prompt.splitlines():
         with open(path, "w") as handle:
             handle.write(text + "\n")
     elif key == "delete":
-        os.remove(value)
+        os.remove(os.path.expandvars(value))
     elif key == "env":
         answer = os.environ.get(value, "<unset>")
     elif key == "spawn":

@@ -7,7 +7,8 @@
 output format. `SCENARIO:<word>` in the prompt picks the answer, one of
 SCENARIOS (see cli_outputs.py; a CLI without that case answers normally), or
 untrusted (cursor, codex: the workspace-trust refusal they also give without
-their trust flag); anything else succeeds with "All good.".
+their trust flag); anything else succeeds with "All good.". $FAKE_CLI_SCENARIO
+(a seat's `env`) picks the answer for every prompt instead.
 """
 
 from __future__ import annotations
@@ -123,7 +124,9 @@ def main(name: str) -> int:
             sys.stderr.write(refusal + "\n")
             return 1
     samples = SAMPLES[name]
-    scenario = next((s for s in SCENARIOS if f"SCENARIO:{s}" in prompt and s in samples), "success")
+    scenario = os.environ.get("FAKE_CLI_SCENARIO") or next(
+        (s for s in SCENARIOS if f"SCENARIO:{s}" in prompt and s in samples), "success"
+    )
     code, out, err = samples[scenario]
     sys.stdout.write(out)
     sys.stderr.write(err)
