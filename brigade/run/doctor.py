@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from brigade.adapters import adapter_for
