@@ -350,3 +350,21 @@ def test_show_the_report_and_junit_carry_the_judge(project: Project) -> None:
     assert "rejected: judge:0: the judge seat 'critic' says VERDICT: fail" in junit
     html = (project.out / "report" / "index.html").read_text()
     assert "judge:0: scored 0: the judge seat &#x27;critic&#x27; says VERDICT: fail" in html
+
+
+def test_doctor_checks_the_judge_seats_too(project: Project) -> None:
+    project.write_roster(
+        {
+            "agent": {"cli": FAKE_CLI},
+            "critic": {"cli": "exec:/nonexistent/judge --strict"},
+            "unused": {"cli": "exec:/nonexistent/other"},
+        }
+    )
+    project.write_manifest(
+        [{"id": "hello", "prompt": "answer: hello"}],
+        graders=[{"type": "judge", "seat": "critic", "rubric": RUBRIC}],
+    )
+    done = project.brigade("doctor", str(project.manifest), "--roster", str(project.roster))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert [line.split()[:2] for line in lines] == [["agent", "ok"], ["critic", "MISSING"]]

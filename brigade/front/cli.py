@@ -399,15 +399,18 @@ def _plan_workspace(plan: Plan) -> Path:
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Check each seat can launch here: its program on PATH and its version.
 
-    With a manifest, checks the manifest's seats; with only --roster, every seat
-    of the roster. One line per seat; exit 1 when a seat cannot launch.
+    With a manifest, checks the manifest's seats and the seats its judge graders
+    name; with only --roster, every seat of the roster. One line per seat; exit 1
+    when a seat cannot launch.
     """
+    from brigade.core.plan import judge_seat_names
     from brigade.inputs.roster import load_roster
     from brigade.run.doctor import check_seat
 
     if args.manifest is not None:
         manifest, roster, _ = load_inputs(args.manifest, args.roster)
-        names = [n for n in manifest.seats if n in roster.seats]
+        wanted = dict.fromkeys([*manifest.seats, *judge_seat_names(manifest)])
+        names = [n for n in wanted if n in roster.seats]
     elif args.roster is not None:
         roster = load_roster(args.roster)
         names = list(roster.seats)
