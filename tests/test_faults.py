@@ -3,6 +3,7 @@ retries with backoff, the hint about kept faults (real doit and brigade, fake ag
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,128 @@ def test_a_missing_program_refuses_only_a_run_that_needs_it(
     )
     assert (project.out / "plan.json").read_bytes() == plan
     assert project.launches() == launches
+
+
+def attempt_receipts(project: Project, coordinate: str) -> list[dict[str, Any]]:
+    """Each attempt's receipt of a cell, in order."""
+    folder = project.cell_dir(coordinate) / "attempts"
+    return [json.loads((path / "cell.json").read_text()) for path in sorted(folder.iterdir())]
+
+
+@pytest.mark.parametrize("front", ["doit", "brigade"])
+def test_transient_faults_are_retried_after_a_backoff_as_new_attempts(
+    project: Project, front: str
+) -> None:
+    # roster: no retries; the command line asks for two, after a short backoff
+    project.write_roster({"agent": {"cli": FAKE_CLI, "retry": {"max": 0, "backoff_seconds": 60}}})
+    project.write_manifest(
+        [
+            {"id": "flaky", "prompt": "tempfail_before: 3 rate_limited: 429 slow down\nanswer: a"},
+            {"id": "steady", "prompt": "answer: b"},
+            {"id": "down", "prompt": "tempfail: overloaded: 529 Overloaded"},
+        ]
+    )
+    if front == "doit":
+        done = project.doit("retries=2", "retry_backoff=0.05")
+    else:
+        done = project.run("--retries", "2", "--retry-backoff", "0.05")
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {
+        "flaky:agent:1": "unscored",
+        "steady:agent:1": "unscored",
+        "down:agent:1": "adapter_error",
+    }
+    flaky = attempt_receipts(project, "flaky:agent:1")
+    assert [(r["attempt"], r["state"], r["attempts_in_run"]) for r in flaky] == [
+        (1, "adapter_error", 1),
+        (2, "adapter_error", 2),
+        (3, "unscored", 3),
+    ]
+    assert flaky[0]["fault"] == {"kind": "rate_limited", "message": "429 slow down"}
+    assert project.receipt("flaky:agent:1")["attempts_in_run"] == 3
+    # the one slot went to the next cell while the first waited for its retry
+    steady = project.receipt("steady:agent:1")
+    assert flaky[0]["finished_at"] <= steady["started_at"] <= flaky[1]["started_at"]
+    assert flaky[1]["started_at"] >= flaky[0]["finished_at"]
+    down = attempt_receipts(project, "down:agent:1")
+    assert [(r["state"], r["fault"]["kind"]) for r in down] == [("adapter_error", "overloaded")] * 3
+    assert headline_and_notes(done.stderr)[1:] == [
+        "brigade: 2 cells retried after transient faults (4 retries); 1 still failed"
+    ]
+
+
+def test_faults_that_waiting_does_not_cure_are_never_retried(project: Project) -> None:
+    project.write_roster({"agent": {"cli": FAKE_CLI, "retry": {"max": 3, "backoff_seconds": 0}}})
+    project.write_manifest([{"id": "denied", "prompt": "tempfail: quota: credit balance too low"}])
+    done = project.run()
+    assert done.returncode == 3, done.stderr
+    assert [r["attempt"] for r in attempt_receipts(project, "denied:agent:1")] == [1]
+    assert headline_and_notes(done.stderr)[1:] == [
+        "brigade: seat agent stopped after a quota fault: credit balance too low; "
+        "0 cells not started"
+    ]
+
+
+def test_a_retry_waits_as_long_as_the_provider_asks(project: Project) -> None:
+    project.write_roster({"agent": {"cli": FAKE_CLI, "retry": {"max": 1, "backoff_seconds": 0}}})
+    project.write_manifest(
+        [{"id": "a", "prompt": "tempfail_before: 2 rate_limited: busy, retry after 1s"}]
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    first, second = attempt_receipts(project, "a:agent:1")
+    assert first["fault"] == {
+        "kind": "rate_limited",
+        "message": "busy, retry after 1s",
+        "retry_after_seconds": 1.0,
+    }
+    waited = _seconds(second["started_at"]) - _seconds(first["finished_at"])
+    assert waited >= 1.0
+    assert headline_and_notes(done.stderr)[1:] == [
+        "brigade: 1 cell retried after transient faults (1 retry); 0 still failed"
+    ]
+
+
+def test_timeouts_are_retried_only_when_asked(project: Project) -> None:
+    project.write_roster({"agent": {"cli": FAKE_CLI, "timeout_seconds": 1}})
+    project.write_manifest([{"id": "slow", "prompt": "sleep_before: 2 30\nanswer: ok"}])
+    done = project.run("--retries", "1", "--retry-backoff", "0")
+    assert done.returncode == 3, done.stderr
+    assert [r["state"] for r in attempt_receipts(project, "slow:agent:1")] == ["execution_error"]
+    project.write_manifest([{"id": "slow2", "prompt": "sleep_before: 2 30\nanswer: ok"}])
+    done = project.run("--retries", "1", "--retry-backoff", "0", "--retry-timeouts")
+    assert done.returncode == 0, done.stderr
+    first, second = attempt_receipts(project, "slow2:agent:1")
+    assert (first["failure_reason"], first["fault"]["kind"]) == ("timeout", "timeout")
+    assert (second["state"], second["attempts_in_run"]) == ("unscored", 2)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("--retries", "-1"), "brigade: --retries -1 (doit: retries=): use 0 to 100 retries"),
+        (
+            ("--retry-backoff", "nan"),
+            "brigade: --retry-backoff nan (doit: retry_backoff=): use 0 to 86400 seconds",
+        ),
+    ],
+)
+def test_bad_retry_settings_are_refused(project: Project, args: tuple[str, ...], line: str) -> None:
+    project.write_manifest([{"id": "a", "prompt": "x"}])
+    done = project.run(*args)
+    assert (done.returncode, done.stderr) == (2, line + "\n")
+
+
+def test_a_bad_doit_retry_variable_is_refused(project: Project) -> None:
+    project.write_manifest([{"id": "a", "prompt": "x"}])
+    done = project.doit("retries=two")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "brigade: doit variable retries='two': use a whole number\n",
+    )
+
+
+def _seconds(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

@@ -520,6 +520,7 @@ RECEIPT_ROLES: Roles = {
             "acceptance",
             "reused_run",
             "usage",
+            "attempts_in_run",
         ),
         NAME,
     ),

@@ -103,6 +103,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         executor=args.executor,
         scheduler=args.scheduler,
         jobs=args.jobs,
+        retries=args.retries,
+        retry_backoff=args.retry_backoff,
+        retry_timeouts=args.retry_timeouts,
     )
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
     # hold the lock before scanning, so the scan sees a quiet output directory
@@ -465,11 +468,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, help="output directory (default: <workspace>/.brigade/evals/<name>)"
     )
     sub.add_argument("--workspace", type=Path, help="where seats run (default: current directory)")
-    sub.add_argument("-n", "--jobs", type=int, default=1, help="cells to run in parallel")
+    sub.add_argument(
+        "-n", "--jobs", type=int, default=1, help="seat runs in flight at once, over all seats"
+    )
     sub.add_argument(
         "--retry-transient",
         action="store_true",
         help="re-run adapter_error and timed-out cells as new attempts",
+    )
+    sub.add_argument(
+        "--retries",
+        type=int,
+        metavar="N",
+        help="retry a transient fault (rate limit, overload, 5xx, dropped connection) up to N "
+        "times within the run (default: each seat's roster `retry.max`, else 0)",
+    )
+    sub.add_argument(
+        "--retry-backoff",
+        type=float,
+        metavar="SECONDS",
+        help="wait before the first retry, doubled at each one, plus jitter (default: the "
+        "roster's `retry.backoff_seconds`, else 10)",
+    )
+    sub.add_argument(
+        "--retry-timeouts",
+        action="store_true",
+        help="retry seats that hit their time limit too",
     )
     sub.add_argument("--always", action="store_true", help="run every cell again as a new attempt")
     sub.add_argument(

@@ -20,7 +20,7 @@ from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView, view_of
-from brigade.core.specs import ExecutorKind, ExecutorSpec, Manifest, Roster
+from brigade.core.specs import ExecutorKind, ExecutorSpec, Manifest, RetryPolicy, Roster, SeatSpec
 from brigade.core.taxonomy import GRADED, Action, decide, reusable_source
 from brigade.errors import InputError
 from brigade.inputs import loading
@@ -49,6 +49,37 @@ class Options:
     executor: ExecutorKind | None = None  # None: the roster's `executor`, else local
     scheduler: str | None = None  # the dask scheduler's address (overrides the roster's)
     jobs: int = 1  # seat runs in flight at most (-n); the dask executor has no such cap
+    # retries of transient faults within the run, over each seat's roster `retry`
+    retries: int | None = None  # --retries N (doit: retries=N)
+    retry_backoff: float | None = None  # --retry-backoff B (doit: retry_backoff=B)
+    retry_timeouts: bool = False  # --retry-timeouts (doit: retry_timeouts=1)
+
+    def __post_init__(self) -> None:
+        if self.retries is not None and not 0 <= self.retries <= MAX_RETRIES:
+            raise InputError(
+                f"--retries {self.retries} (doit: retries=): use 0 to {MAX_RETRIES} retries"
+            )
+        if self.retry_backoff is not None and not 0 <= self.retry_backoff <= MAX_BACKOFF:
+            raise InputError(
+                f"--retry-backoff {self.retry_backoff:g} (doit: retry_backoff=): use 0 to "
+                f"{MAX_BACKOFF:g} seconds"
+            )
+
+    def retry_policy(self, seat: SeatSpec) -> RetryPolicy:
+        """The seat's roster `retry`, with what the command line says instead."""
+        base = seat.retry
+        return RetryPolicy(
+            max_retries=base.max_retries if self.retries is None else self.retries,
+            backoff_seconds=(
+                base.backoff_seconds if self.retry_backoff is None else self.retry_backoff
+            ),
+            timeouts=base.timeouts or self.retry_timeouts,
+        )
+
+
+# as the roster schema allows for `retry`
+MAX_RETRIES = 100
+MAX_BACKOFF = 86400.0
 
 
 @dataclass
@@ -321,18 +352,18 @@ def build_scheduler(session: Session) -> Scheduler:
 
     ctx = session.ctx
     seats = [session.roster.seats[name] for name in session.manifest.seats]
-    policies = {seat.name: seat.retry for seat in seats}
+    policies = {seat.name: session.options.retry_policy(seat) for seat in seats}
     cluster = session.cluster
     if cluster is None:
         limits = limits_for(seats, session.roster.limits, session.options.jobs)
-        return Scheduler(limits, policies, run=lambda job: run_cell(ctx, job.cell))
+        return Scheduler(limits, policies, run=lambda job: run_cell(ctx, job.cell, job.tries))
     limits = limits_for(seats, session.roster.limits, None)
 
     def start(job: Job) -> None:
         attempt, started_at = start_attempt(ctx, job.cell, read=True)
 
         def record(run_doc: dict[str, Any]) -> dict[str, Any]:
-            return finish(ctx, job.cell, attempt, started_at, run_doc, None)
+            return finish(ctx, job.cell, attempt, started_at, run_doc, None, tries=job.tries)
 
         cluster.submit(job.cell, attempt, record, lambda recorded: scheduler.post(job, recorded))
 

@@ -445,6 +445,9 @@ DOIT_VARIABLES = (
     "always",
     "executor",
     "scheduler",
+    "retries",
+    "retry_backoff",
+    "retry_timeouts",
 )
 EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
 DEFAULT_MANIFEST = "manifests/demo.yaml"
@@ -481,7 +484,21 @@ def options_from_variables(variables: dict[str, str]) -> Options:
         always=_flag("always", variables.get("always", "0")),
         executor=_executor(variables.get("executor")),
         scheduler=variables.get("scheduler") or None,
+        retries=_number("retries", variables.get("retries"), int),
+        retry_backoff=_number("retry_backoff", variables.get("retry_backoff"), float),
+        retry_timeouts=_flag("retry_timeouts", variables.get("retry_timeouts", "0")),
     )
+
+
+def _number(name: str, value: str | None, kind: type[int] | type[float]) -> Any:
+    """A numeric doit variable (None when not given); one line when it is not a number."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return kind(value.strip())
+    except ValueError:
+        what = "a whole number" if kind is int else "a number of seconds"
+        raise BrigadeError(f"doit variable {name}={value!r}: use {what}") from None
 
 
 def _executor(value: str | None) -> ExecutorKind | None:

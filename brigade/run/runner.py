@@ -139,10 +139,14 @@ def start_attempt(
     return attempt, started_at
 
 
-def run_cell(ctx: RunContext, cell: Cell) -> dict[str, Any]:
-    """A new attempt of a cell whose seat must run, here: run, grade, write its receipt."""
+def run_cell(ctx: RunContext, cell: Cell, tries: int = 1) -> dict[str, Any]:
+    """A new attempt of a cell whose seat must run, here: run, grade, write its receipt.
+
+    `tries`: the attempts this run has made for the cell, this one included (a retry's).
+    """
     attempt, started_at = start_attempt(ctx, cell, read=True)
-    return finish(ctx, cell, attempt, started_at, run_seat(ctx, cell, attempt), None)
+    run_doc = run_seat(ctx, cell, attempt)
+    return finish(ctx, cell, attempt, started_at, run_doc, None, tries=tries)
 
 
 def running_receipt(ctx: RunContext, cell: Cell, attempt: int, started_at: str) -> dict[str, Any]:
@@ -341,8 +345,11 @@ def finish(
     run_doc: dict[str, Any],
     reused: dict[str, Any] | None,
     source: dict[str, Any] | None = None,
+    *,
+    tries: int = 1,
 ) -> dict[str, Any]:
-    """Classify the run, grade when it exited 0, write the terminal receipt.
+    """Classify the run, grade when it exited 0, write the terminal receipt (`tries`: the
+    attempts this run made for the cell, this one included, its `attempts_in_run`).
 
     A reused run (`source`: the receipt it came from) keeps the source's recorded
     changes_digest: its copied changes.patch is held to what the seat wrote.
@@ -367,6 +374,7 @@ def finish(
         receipt["changes_digest"] = changes
     if verdict.fault_kind is not None:
         receipt["fault"] = _fault_document(verdict, run_doc)
+    receipt["attempts_in_run"] = tries
     if reused is not None:
         receipt["reused_run"] = reused
         receipt["finished_at"] = receipt["graded_at"]  # this attempt ended now, not the source's

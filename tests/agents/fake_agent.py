@@ -14,6 +14,8 @@
   tempfail_before: N KIND: DETAIL
                       attempts before attempt N (read from BRIGADE_RUN_DIR) report
                       the fault `KIND: DETAIL` (exit 75); attempt N and later answer
+  sleep_before: N SECONDS
+                      attempts before attempt N sleep SECONDS first
 
 Every launch appends a line to $FAKE_AGENT_LOG (when set), so tests can count
 agent processes; with $FAKE_AGENT_SPANS set, each run appends
@@ -62,12 +64,15 @@ for line in prompt.splitlines():
     elif key == "tempfail":
         print(value, file=sys.stderr, flush=True)
         sys.exit(75)
-    elif key == "tempfail_before":
-        until, _, detail = value.partition(" ")
+    elif key in ("tempfail_before", "sleep_before"):
+        until, _, rest = value.partition(" ")
         found = re.search(r"attempt-(\d+)", os.environ.get("BRIGADE_RUN_DIR", ""))
         if found and int(found.group(1)) < int(until):
-            print(detail, file=sys.stderr, flush=True)
-            sys.exit(75)
+            if key == "sleep_before":
+                time.sleep(float(rest))
+            else:
+                print(rest, file=sys.stderr, flush=True)
+                sys.exit(75)
     elif key == "write":
         path, _, text = value.partition("=")
         path = os.path.expandvars(path)
