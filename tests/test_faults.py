@@ -234,6 +234,29 @@ def test_timeouts_are_retried_only_when_asked(project: Project) -> None:
     assert (second["state"], second["attempts_in_run"]) == ("unscored", 2)
 
 
+def test_kept_apparatus_faults_are_named_in_the_final_line(project: Project) -> None:
+    project.write_manifest(
+        [
+            {"id": "ok", "prompt": "answer: x"},
+            {"id": "drop", "prompt": "tempfail: connection reset by peer"},
+            {"id": "limit", "prompt": "tempfail: rate_limited: 429"},
+        ]
+    )
+    first = project.doit()
+    assert first.returncode == 3
+    assert len(headline_and_notes(first.stderr)) == 1  # nothing kept yet: they just ran
+    again = project.doit()
+    assert again.returncode == 3
+    assert headline_and_notes(again.stderr)[1:] == [
+        "brigade: 2 cells with apparatus faults kept; re-run them with --retry-transient "
+        "(doit: retry_transient=1)"
+    ]
+    retried = project.run("--retry-transient")
+    assert retried.returncode == 3
+    assert len(headline_and_notes(retried.stderr)) == 1
+    assert [a for a in project.attempts("drop:agent:1")] == ["attempt-001", "attempt-002"]
+
+
 @pytest.mark.parametrize(
     ("args", "line"),
     [

@@ -54,6 +54,8 @@ class RunInfo:
     # when their runs are recorded, not when their tasks end)
     scheduler: Scheduler | None = None
     handed: set[str] = field(default_factory=set)
+    # finished cells with an apparatus fault this run left as they are (no --retry-transient)
+    kept_faults: int = 0
 
     def final_notes(self) -> tuple[list[str], bool]:
         """What the run says after its headline (one line each), and whether it is a
@@ -63,6 +65,13 @@ class RunInfo:
         if self.scheduler is not None:
             lines.extend(self.scheduler.lines())
             stopped = self.scheduler.any_stopped
+        if self.kept_faults:
+            many = self.kept_faults != 1
+            lines.append(
+                f"{self.kept_faults} cell{'s' if many else ''} with apparatus faults kept; "
+                f"re-run {'them' if many else 'it'} with --retry-transient "
+                "(doit: retry_transient=1)"
+            )
         return lines, stopped
 
 

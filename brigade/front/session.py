@@ -21,7 +21,7 @@ from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView, view_of
 from brigade.core.specs import ExecutorKind, ExecutorSpec, Manifest, RetryPolicy, Roster, SeatSpec
-from brigade.core.taxonomy import GRADED, Action, decide, reusable_source
+from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
 from brigade.errors import InputError
 from brigade.inputs import loading
 from brigade.outdir import caches, lock, store
@@ -103,6 +103,8 @@ class Session:
     plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
     resumed: bool = False  # the output directory held a plan before
     warnings: list[str] = field(default_factory=list)
+    # finished cells with an apparatus fault left as they are (no --retry-transient)
+    kept_faults: int = 0
     # caches: cell_id -> what cell.json says; cell_id -> the final.txt digest verified
     receipt_index: caches.Sidecar | None = None
     output_index: caches.Sidecar | None = None
@@ -371,6 +373,9 @@ def build_scheduler(session: Session) -> Scheduler:
     return scheduler
 
 
+_FAULTED = frozenset({"adapter_error", "execution_error"})
+
+
 def scan(session: Session) -> None:
     """Read every current cell's receipt and decide what bringing it up to date needs.
 
@@ -383,6 +388,7 @@ def scan(session: Session) -> None:
     index = caches.Sidecar(out / store.RECEIPT_INDEX, caches.cache_key(), load=bool(present))
     session.receipt_index = index
     recorded, actions = session.recorded, session.actions
+    kept = 0
     with store.opened_folder(store.cells_root(out)) as cells_fd:
         for cell in session.plan.cells:
             cell_id = cell.cell_id
@@ -397,6 +403,10 @@ def scan(session: Session) -> None:
             actions[cell_id] = action
             if action == "run":
                 needs_run.append(cell)
+            elif action == "skip" and view is not None and view.state in _FAULTED:
+                if is_transient(view):  # what --retry-transient would run again
+                    kept += 1
+    session.kept_faults = kept
     if not needs_run:
         return
     sources = reuse_index(out, {c.cell_id for c in session.plan.cells}, retry)

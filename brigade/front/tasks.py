@@ -135,6 +135,7 @@ def run_info(session: Session) -> RunInfo:
         wait=session.options.wait,
         notes=notes,
         start=session.cluster.start if session.cluster is not None else None,
+        kept_faults=0 if session.options.always else session.kept_faults,
     )
 
 
