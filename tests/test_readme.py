@@ -73,3 +73,18 @@ def test_every_documented_command_has_help() -> None:
         )
         assert done.returncode == 0, name
         assert done.stdout.startswith("usage: brigade " + name)
+
+
+def test_every_summary_key_is_documented() -> None:
+    """README's summary.json table lists every key summary.json has (top level, per seat)."""
+    from brigade.inputs import schemas
+
+    table = README.split("| key | meaning |", 1)[1].split("\n\n", 1)[0]
+    documented = set(re.findall(r"`(\w+)`", table))
+    schema = schemas.schema("brigade.eval_summary.v1")
+    assert set(schema["properties"]) <= documented
+    seat = schema["$defs"]["seat_summary"]["properties"]
+    assert set(seat) <= documented
+    for name in ("usage_totals", "grader_usage"):
+        assert set(schema["$defs"][name]["properties"]) <= documented, name
+    assert set(seat["agent"]["properties"]) <= documented

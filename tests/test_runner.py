@@ -159,3 +159,45 @@ def test_a_run_recorded_elsewhere_is_graded_here(finished_battery: Project) -> N
     )
     assert (receipt["state"], receipt["attempt"]) == ("accepted", 2)
     assert finished_battery.receipt("ok:agent:1") == receipt
+
+
+def test_every_earlier_attempt_s_usage_is_counted(finished_battery: Project) -> None:
+    """attempts_usage: each attempt's run.json usage; unknown (null) for an attempt a killed
+    run left without one; nothing for an attempt whose seat never launched."""
+    session = opened(finished_battery)
+    cell = cell_at(session, "ok:agent:1")
+    first = Path(finished_battery.receipt("ok:agent:1")["run_dir"]) / "run.json"
+    spent = {"input_tokens": 5, "output_tokens": 1, "cost_usd": 0.1, "cost_source": "reported"}
+    run_doc = {**json.loads(first.read_text()), "usage": spent}
+    store.write_json(first, run_doc, seat.RUN_SCHEMA)
+    never = store.new_attempt(finished_battery.out, cell.cell_id, 1)
+    store.write_json(
+        store.run_dir(finished_battery.out, cell.cell_id, never) / "run.json",
+        {**run_doc, "attempt": never, "status": "not_launched", "usage": None},
+        seat.RUN_SCHEMA,
+    )
+    killed = store.new_attempt(finished_battery.out, cell.cell_id, never)
+    receipt = finished_battery.receipt("ok:agent:1")
+    running = runner.running_receipt(session.ctx, cell, killed, receipt["started_at"])
+    store.write_receipt(finished_battery.out, running)
+    assert runner.bring_up_to_date(session.ctx, cell) == "run"
+    again = finished_battery.receipt("ok:agent:1")
+    full = {
+        "input_tokens": 5,
+        "cached_input_tokens": None,
+        "cache_write_tokens": None,
+        "output_tokens": 1,
+        "reasoning_tokens": None,
+        "turns": None,
+        "cost_usd": 0.1,
+        "cost_source": "reported",
+        "model": None,
+        "models": {},
+        "session_id": None,
+        "api_duration_seconds": None,
+    }
+    assert again["attempts_usage"] == [
+        {"attempt": 1, "usage": full},
+        {"attempt": 3, "usage": None},
+        {"attempt": 4, "usage": None},
+    ]

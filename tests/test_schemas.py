@@ -48,11 +48,11 @@ def test_references_resolve(tag: str) -> None:
 
 @pytest.mark.parametrize(
     "tag",
-    # the original tool's roster.toml has no `schema` key
+    # the original tool's roster.toml has no `schema` key; a usage object is part of others
     [
         t
         for t in sorted(schemas.FILES)
-        if t not in ("brigade.worker_results.v1", "brigade.roster_toml.v1")
+        if t not in ("brigade.worker_results.v1", "brigade.roster_toml.v1", "brigade.usage.v1")
     ],
 )
 def test_schema_constant_is_the_tag(tag: str) -> None:
@@ -271,23 +271,31 @@ def test_fast_output_check_agrees_with_jsonschema(project: Any) -> None:
     manifest["cases"].append({"id": "command", "prompt": "answer: x", "graders": [command]})
     project.manifest.write_text(yaml.safe_dump(manifest))
     assert project.doit().returncode == 3
+    from test_adapters import USAGE
+
+    from brigade.core.usage import usage_document
+
     tags = set(schemas.FILES)
     seen: set[str] = set()
     documents = []
     for path in sorted(project.out.rglob("*.json")):
         doc = json.loads(path.read_text())
         if isinstance(doc, dict):
-            documents.append((path, doc))
+            documents.append((path, doc.get("schema"), doc))
             # grader results live inside receipts
             for value in doc.values():
                 if isinstance(value, list):
-                    documents.extend((path, item) for item in value if isinstance(item, dict))
+                    documents.extend(
+                        (path, item.get("schema"), item) for item in value if isinstance(item, dict)
+                    )
+    # usage documents live inside run.json and receipts: those of every adapter's sample
     # the fake agents print no transcript: one with an entry of every kind stands for it
-    documents.append((Path("run/transcript.json"), TRANSCRIPT))
-    for path, doc in documents:
-        if doc.get("schema") not in tags:
+    documents.append((Path("run/transcript.json"), TRANSCRIPT["schema"], TRANSCRIPT))
+    usage_docs = [usage_document(usage) for usage in USAGE.values() if usage is not None]
+    documents.extend((Path("usage"), "brigade.usage.v1", doc) for doc in usage_docs)
+    for path, tag, doc in documents:
+        if tag not in tags:
             continue
-        tag = doc["schema"]
         seen.add(tag)
         for variant in [doc, *_mutations(doc)]:
             slow = not list(schemas.validator(tag).iter_errors(variant))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from brigade.core.identity import (
@@ -15,6 +15,7 @@ from brigade.core.identity import (
     text_digest,
 )
 from brigade.core.specs import Manifest, Roster, SeatSpec
+from brigade.core.usage import Price, price_document, price_from_document
 from brigade.errors import InputError
 
 PLAN_SCHEMA = "brigade.eval_plan.v1"
@@ -57,6 +58,8 @@ class Plan:
     cells: tuple[Cell, ...]
     stale_cells: tuple[dict[str, str], ...]
     context: dict[str, str] | None = None  # manifest, roster, workspace (absolute paths)
+    # the roster's price table (model id -> price): what costs are priced with, not identity
+    prices: Mapping[str, Price] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
         """plan.json content."""
@@ -69,7 +72,14 @@ class Plan:
         }
         if self.context is not None:
             doc["context"] = dict(self.context)
+        if self.prices:
+            doc["prices"] = prices_document(self.prices)
         return doc
+
+
+def prices_document(prices: Mapping[str, Price]) -> dict[str, dict[str, float]]:
+    """A price table as rosters and plan.json write it."""
+    return {model: price_document(price) for model, price in prices.items()}
 
 
 def coordinate(case_id: str, seat: str, trial: int) -> str:
@@ -238,15 +248,21 @@ def stale_cells(cells: list[Cell], previous: dict[str, Any] | None) -> list[dict
 
 
 def cells_key(
-    name: str, manifest_digest: str, cells: list[Cell], context: dict[str, str] | None
+    name: str,
+    manifest_digest: str,
+    cells: list[Cell],
+    context: dict[str, str] | None,
+    prices: Mapping[str, Price] | None = None,
 ) -> str:
-    """A digest that changes whenever plan.json would (stale cells aside)."""
+    """A digest that changes whenever plan.json would (stale cells aside): a changed price
+    changes it too, so the summary and the report made for the plan are made again."""
     material = canonical_json(
         {
             "name": name,
             "manifest_digest": manifest_digest,
             "context": context,
             "cells": [cell.cell_id for cell in cells],
+            "prices": prices_document(prices or {}),
         }
     )
     return text_digest(material)
@@ -254,7 +270,7 @@ def cells_key(
 
 def plan_key(plan: Plan) -> str:
     """The key of a plan (as cells_key): what summary.json's sidecar records."""
-    return cells_key(plan.name, plan.manifest_digest, list(plan.cells), plan.context)
+    return cells_key(plan.name, plan.manifest_digest, list(plan.cells), plan.context, plan.prices)
 
 
 def build_plan(
@@ -272,6 +288,7 @@ def build_plan(
         cells=tuple(cells),
         stale_cells=tuple(stale_cells(cells, previous)),
         context=context,
+        prices=roster.prices,
     )
 
 
@@ -336,4 +353,5 @@ def plan_from_document(doc: dict[str, Any]) -> Plan:
         cells=tuple(cells),
         stale_cells=tuple(doc.get("stale_cells", [])),
         context=doc.get("context"),
+        prices={model: price_from_document(raw) for model, raw in doc.get("prices", {}).items()},
     )

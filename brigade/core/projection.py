@@ -470,7 +470,7 @@ GRADER_RESULT_ROLES: Roles = {
             "cell_id",
             "output_digest",
             "exit_code",
-            "usage",
+            "usage",  # a judge's usage: counts, model ids, session id, cost source
         ),
         NAME,
     ),
@@ -519,8 +519,11 @@ RECEIPT_ROLES: Roles = {
             "failure_reason",
             "acceptance",
             "reused_run",
-            "usage",
             "attempts_in_run",
+            # usage: counts, costs, model ids, session ids and cost sources (all names)
+            "usage",
+            "attempts_usage",
+            "cli_version",
         ),
         NAME,
     ),
@@ -538,6 +541,7 @@ PLAN_ROLES: Roles = {
     "cells": {"[]": PLAN_CELL_ROLES},
     "stale_cells": NAME,
     "context": {"*": PATH},
+    "prices": NAME,  # model ids and numbers
     "*": TEXT,
 }
 # summary.json holds counts, statistics and names; anything new in it is free text
@@ -555,6 +559,17 @@ SUMMARY_ROLES: Roles = {
         NAME,
     ),
     "partial_scores": {"label": NAME, "*": TEXT},
+    # usage totals: counts, costs and the model ids that answered
+    "usage_all_attempts": NAME,
+    "by_seat": {
+        "*": {
+            "usage_all_attempts": NAME,
+            "grader_usage": NAME,
+            # the seat's cli is a command line (paths, secrets); models and versions are names
+            "agent": {"cli": TEXT, "*": NAME},
+            "*": TEXT,
+        }
+    },
     "trial_stats": {
         "by_seat_case": {"[]": {"seat": NAME, "case": NAME, "*": TEXT}},
         "comparisons": {"[]": {"seats": NAME, "*": TEXT}},

@@ -31,11 +31,18 @@ class ReceiptView(NamedTuple):
     failure_reason: str | None
     fault_kind: str | None  # the kind of the receipt's `fault`, None when it records none
     graders: tuple[tuple[str, float | None], ...]  # (status, score) of each grader result
+    # what each attempt of the cell whose seat ran consumed (its usage document, compact;
+    # None: unknown); None when the receipt records none (written before usage was)
+    usage: tuple[dict[str, Any] | None, ...] | None
+    grader_usage: tuple[dict[str, Any], ...]  # of the grader results that called a model
+    cli_version: str | None
 
     @classmethod
     def of(cls, receipt: Mapping[str, Any]) -> ReceiptView:
         """The view of a full receipt."""
         state = receipt.get("state")
+        attempts = receipt.get("attempts_usage")
+        version = receipt.get("cli_version")
         return cls(
             receipt.get("cell_id"),  # type: ignore[arg-type]  # (trusted receipts have all)
             sys.intern(state) if type(state) is str else state,  # type: ignore[arg-type]
@@ -50,6 +57,17 @@ class ReceiptView(NamedTuple):
             receipt.get("failure_reason"),
             _fault_kind(receipt.get("fault")),
             tuple((g.get("status"), g.get("score")) for g in receipt.get("graders") or ()),
+            (
+                tuple(_compact(entry.get("usage")) for entry in attempts)
+                if type(attempts) is list
+                else None
+            ),
+            tuple(
+                _compact(g["usage"])  # type: ignore[misc]  # (a dict: checked just here)
+                for g in receipt.get("graders") or ()
+                if type(g.get("usage")) is dict
+            ),
+            version if type(version) is str else None,
         )
 
     @classmethod
@@ -58,13 +76,21 @@ class ReceiptView(NamedTuple):
         it is not one."""
         if type(data) is not list or len(data) != len(cls._fields):
             return None
-        graders = data[-1]
+        graders, usage, grader_usage = data[_GRADERS], data[_USAGE], data[_GRADER_USAGE]
         if type(graders) is not list or any(type(g) is not list or len(g) != 2 for g in graders):
             return None
         if type(data[1]) is not str or not (data[2] is None or type(data[2]) is int):
             return None
+        if usage is not None and (
+            type(usage) is not list or any(u is not None and type(u) is not dict for u in usage)
+        ):
+            return None
+        if type(grader_usage) is not list or any(type(u) is not dict for u in grader_usage):
+            return None
         data[1] = sys.intern(data[1])
-        data[-1] = tuple(map(tuple, graders))
+        data[_GRADERS] = tuple(map(tuple, graders))
+        data[_USAGE] = tuple(usage) if usage is not None else None
+        data[_GRADER_USAGE] = tuple(grader_usage)
         return cls._make(data)
 
     def stamp(self) -> str:
@@ -75,6 +101,32 @@ class ReceiptView(NamedTuple):
 def _fault_kind(fault: Any) -> str | None:
     kind = fault.get("kind") if isinstance(fault, Mapping) else None
     return sys.intern(kind) if type(kind) is str else None
+
+
+_GRADERS = ReceiptView._fields.index("graders")
+_USAGE = ReceiptView._fields.index("usage")
+_GRADER_USAGE = ReceiptView._fields.index("grader_usage")
+# what summing and pricing a usage never read (the index keeps the rest)
+_UNSUMMED = frozenset({"session_id", "api_duration_seconds"})
+
+
+def _compact(usage: Any) -> dict[str, Any] | None:
+    """A usage document without its unknown (null) values and what no total needs."""
+    if type(usage) is not dict:
+        return None
+    compact = {k: v for k, v in usage.items() if v is not None and k not in _UNSUMMED}
+    models = compact.get("models")
+    if type(models) is dict:
+        if models:
+            compact["models"] = {
+                name: {k: v for k, v in share.items() if v is not None}
+                if type(share) is dict
+                else share
+                for name, share in models.items()
+            }
+        else:
+            del compact["models"]
+    return compact
 
 
 def view_of(receipt: Mapping[str, Any] | None) -> ReceiptView | None:

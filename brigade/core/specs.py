@@ -8,6 +8,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from brigade.core.usage import Price
+
 DEFAULT_TIMEOUT_SECONDS = 600.0
 # the default time limit of a command grader (the roster's command_timeout_seconds)
 DEFAULT_COMMAND_TIMEOUT_SECONDS = 300.0
@@ -126,3 +128,5 @@ class Roster:
     # seats a manifest cannot use, with the one-line problem (agents of an original
     # roster.toml that brigade cannot run: no cli, or a cli it has no adapter for)
     unusable: Mapping[str, str] = field(default_factory=dict)
+    # model id -> its price (`prices`): fills costs the CLIs do not report; no identity
+    prices: Mapping[str, Price] = field(default_factory=dict)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from brigade.core.accounting import Spending, attempts_of, grader_spending
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView
+from brigade.core.specs import SeatSpec
 from brigade.core.stats import describe
 from brigade.core.taxonomy import (
     COUNT_KEYS,
@@ -60,16 +62,23 @@ def build_summary(
     failures = _failure_kinds()
     reasons: dict[str, int] = {}
     faults: dict[str, int] = {}  # fault kind -> cells that met it (adapter_error, timeout)
+    spending = Spending()
     for cell in plan.cells:
         seat = by_seat.get(cell.seat.name)
         if seat is None:
-            seat = by_seat[cell.seat.name] = _SeatTally()
+            seat = by_seat[cell.seat.name] = _SeatTally(cell.seat)
         receipt = receipts.get(cell.cell_id)
         state = _state(receipt)
         counts[state] += 1
         seat.counts[state] += 1
         if receipt is None or state not in TERMINAL:
             continue
+        # every attempt's usage, priced with the plan's prices as they are now
+        attempts = attempts_of(receipt.usage, plan.prices, cell.seat.model)
+        seat.spending.add(attempts, accepted=state == "accepted")
+        spending.add(attempts, accepted=state == "accepted")
+        seat.seen(receipt)
+        seat.grader_usage.extend(attempts_of(receipt.grader_usage, plan.prices, None) or ())
         reason = receipt.failure_reason
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
@@ -113,6 +122,7 @@ def build_summary(
         "fault_kinds": dict(sorted(faults.items())),
         "partial_scores_label": PARTIAL_LABEL,
         "by_seat": {name: tally.document() for name, tally in by_seat.items()},
+        "usage_all_attempts": spending.document(),
         "trial_stats": trial_stats(
             (c.seat.name, c.case_id, receipts.get(c.cell_id)) for c in plan.cells
         ),
@@ -132,16 +142,37 @@ def _failure_kinds() -> dict[str, int]:
 class _SeatTally:
     """What one seat's cells add up to (becomes its `by_seat` object)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: SeatSpec) -> None:
+        self.spec = spec
         self.counts = empty_counts()
         self.failures = _failure_kinds()
         self.faults: dict[str, int] = {}
         self.scores: list[float] = []
         self.partial: list[float] = []
         self.durations: list[float] = []
+        self.spending = Spending()
+        self.grader_usage: list[Any] = []
+        self.versions: dict[str, None] = {}
+        self.first_started: str | None = None
+        self.last_finished: str | None = None
+
+    def seen(self, receipt: ReceiptView) -> None:
+        """Note the CLI version and the times of a finished cell."""
+        if receipt.cli_version is not None:
+            self.versions[receipt.cli_version] = None
+        # UTC timestamps of one format: their text orders as their times do
+        if receipt.started_at is not None and (
+            self.first_started is None or receipt.started_at < self.first_started
+        ):
+            self.first_started = receipt.started_at
+        if receipt.finished_at is not None and (
+            self.last_finished is None or receipt.finished_at > self.last_finished
+        ):
+            self.last_finished = receipt.finished_at
 
     def document(self) -> dict[str, Any]:
         # the values are listed once, in the flat statistics at the top level
+        usage = self.spending.document()
         return {
             "counts": self.counts,
             "measurement_failures": sum(self.failures.values()),
@@ -150,4 +181,14 @@ class _SeatTally:
             "scores": describe(self.scores, keep_values=False),
             "partial_scores": describe(self.partial, keep_values=False),
             "durations": describe(self.durations, keep_values=False),
+            "agent": {
+                "cli": self.spec.cli,
+                "model": self.spec.model,
+                "models_used": usage["models"],
+                "cli_versions": sorted(self.versions),
+                "first_started_at": self.first_started,
+                "last_finished_at": self.last_finished,
+            },
+            "usage_all_attempts": usage,
+            "grader_usage": grader_spending(self.grader_usage),
         }

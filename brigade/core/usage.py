@@ -267,6 +267,36 @@ def priced(usage: Usage, prices: Mapping[str, Price], model: str | None = None) 
     return replace(usage, cost_usd=cost, cost_source="priced")
 
 
+def repriced(usage: Usage, prices: Mapping[str, Price], model: str | None = None) -> Usage:
+    """The usage priced with `prices` as they are now: a reported cost is kept, a cost priced
+    earlier (perhaps at other prices) is priced again, and stays unknown without a price."""
+    if usage.cost_source == "priced":
+        usage = replace(usage, cost_usd=None, cost_source="unknown")
+    return priced(usage, prices, model)
+
+
+# a price table entry's keys (USD per million tokens), as rosters and plan.json spell them
+PRICE_KEYS = ("input", "cached_input", "output")
+
+
+def price_document(price: Price) -> dict[str, float]:
+    """A price as rosters and plan.json write it (`cached_input` only when set)."""
+    doc = {"input": price.input_per_mtok, "output": price.output_per_mtok}
+    if price.cached_input_per_mtok is not None:
+        doc["cached_input"] = price.cached_input_per_mtok
+    return doc
+
+
+def price_from_document(doc: Mapping[str, Any]) -> Price:
+    """A price from its (schema-valid) document form."""
+    cached = doc.get("cached_input")
+    return Price(
+        input_per_mtok=float(doc["input"]),
+        output_per_mtok=float(doc["output"]),
+        cached_input_per_mtok=float(cached) if cached is not None else None,
+    )
+
+
 # -- the document form (run.json, receipts, an exec program's usage file) ---------
 
 _INT_FIELDS = (*TOKEN_FIELDS, "turns")

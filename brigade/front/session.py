@@ -184,6 +184,7 @@ def regrade_context(out: Path, plan: Plan, workspace: Path) -> RunContext:
         workspace=workspace,
         manifest_dir=manifest_dir,
         manifest_digest=plan.manifest_digest,
+        prices=plan.prices,
     )
     wanted = any(
         isinstance(spec, dict) and spec.get("type") in _ROSTER_GRADERS
@@ -307,6 +308,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         seats=roster.seats,
         roster_dir=str(roster.path.resolve().parent),
         command_timeout=roster.command_timeout_seconds,
+        prices=plan.prices,
     )
     session = Session(
         options=options,

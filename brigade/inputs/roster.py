@@ -17,6 +17,7 @@ from brigade.core.specs import (
     Roster,
     SeatSpec,
 )
+from brigade.core.usage import price_from_document
 from brigade.errors import InputError
 from brigade.inputs import schemas
 from brigade.inputs.validated import read_valid_document
@@ -111,6 +112,9 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
         command_timeout_seconds=float(
             doc.get("command_timeout_seconds", DEFAULT_COMMAND_TIMEOUT_SECONDS)
         ),
+        prices={
+            model: price_from_document(raw) for model, raw in (doc.get("prices") or {}).items()
+        },
     )
 
 

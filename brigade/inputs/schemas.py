@@ -34,6 +34,7 @@ FILES = {
     "brigade.worker_results.v1": "worker_results.v1.json",
     "brigade.export.v1": "export.v1.json",
     "brigade.transcript.v1": "transcript.v1.json",
+    "brigade.usage.v1": "usage.v1.json",
 }
 
 

@@ -68,7 +68,9 @@ def plan_against_disk(
         and isinstance(index.get("stale_cells"), list)
     ):
         stale = [dict(entry) for entry in index["stale_cells"]]
-        plan = Plan(manifest.name, manifest.digest, tuple(cells), tuple(stale), context)
+        plan = Plan(
+            manifest.name, manifest.digest, tuple(cells), tuple(stale), context, roster.prices
+        )
         return PlanOnDisk(plan, key, current=True, resumed=True, indexed=True, inputs=inputs)
     previous = store.read_json(plan_path)
     previous = previous if isinstance(previous, dict) else None
@@ -82,6 +84,7 @@ def plan_against_disk(
         cells=tuple(cells),
         stale_cells=tuple(stale),
         context=context,
+        prices=roster.prices,
     )
     current = compare and previous is not None and previous == plan.document()
     return PlanOnDisk(plan, key, current=current, resumed=info is not None, inputs=inputs)
@@ -106,11 +109,11 @@ def _expand_cached(
         and all(isinstance(pair, list) and len(pair) == 2 for pair in index["ids"])
     ):
         cells = expand(manifest, roster, label, known=index["ids"])
-        key = cells_key(manifest.name, manifest.digest, cells, context)
+        key = cells_key(manifest.name, manifest.digest, cells, context, roster.prices)
         if key == index.get("key"):
             return cells, key
     cells = expand(manifest, roster, label)
-    return cells, cells_key(manifest.name, manifest.digest, cells, context)
+    return cells, cells_key(manifest.name, manifest.digest, cells, context, roster.prices)
 
 
 def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> None:

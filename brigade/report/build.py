@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brigade.core.plan import Plan
+from brigade.core.plan import Plan, prices_document
 from brigade.core.projection import (
     GRADER_RESULT_ROLES,
     SUMMARY_ROLES,
@@ -308,12 +308,18 @@ def untouched(
 def _inputs_key(
     plan: Plan, views: Mapping[str, ReceiptView | None], summary: Mapping[str, Any]
 ) -> str:
-    """Changes whenever the report could with the same code: plan, any receipt rewritten,
-    stale counts (the code is in the state's key)."""
+    """Changes whenever the report could with the same code: plan, its prices (costs are
+    priced when the report is made), any receipt rewritten, stale counts (the code is in
+    the state's key)."""
     from brigade.report.paging import stamp
 
     digest = hashlib.sha256()
-    head = [summary["name"], summary["manifest_digest"], summary["stale_counts"]]
+    head = [
+        summary["name"],
+        summary["manifest_digest"],
+        summary["stale_counts"],
+        prices_document(plan.prices),
+    ]
     digest.update(json.dumps(head, sort_keys=True).encode())
     for cell in plan.cells:
         digest.update(stamp(cell, views.get(cell.cell_id)).encode())

@@ -130,6 +130,10 @@ def cell_text(record: CellRecord, *, full: bool = False) -> str:
     usage = usage_text(record.usage)
     if usage:
         lines += ["", f"usage: {usage}"]
+    notes = receipt.get("notes") if receipt is not None else None
+    if isinstance(notes, list) and notes:
+        # what the seat reported that was ignored (a bad usage file): it changed nothing else
+        lines += ["", "notes:", *(f"{INDENT}{note}" for note in notes)]
     if record.answer is not None:
         count = len(record.answer.text.splitlines())
         lines += ["", f"answer (final.txt, {count} line(s)):", *_answer_lines(record.answer, full)]

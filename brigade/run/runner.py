@@ -27,6 +27,7 @@ from brigade.core.taxonomy import (
     classify_run,
     decide,
 )
+from brigade.core.usage import Price, Usage, UsageError, priced, usage_document, usage_from_document
 from brigade.errors import TamperedOutput
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
@@ -69,6 +70,8 @@ class RunContext:
     seats: Mapping[str, SeatSpec] = field(default_factory=dict)
     roster_dir: str = "."
     command_timeout: float = DEFAULT_COMMAND_SECONDS
+    # the roster's price table: a cost the CLI did not report is priced with it
+    prices: Mapping[str, Price] = field(default_factory=dict)
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
@@ -375,6 +378,7 @@ def finish(
     if verdict.fault_kind is not None:
         receipt["fault"] = _fault_document(verdict, run_doc)
     receipt["attempts_in_run"] = tries
+    receipt.update(_usage_fields(ctx, cell, attempt, run_doc))
     if reused is not None:
         receipt["reused_run"] = reused
         receipt["finished_at"] = receipt["graded_at"]  # this attempt ended now, not the source's
@@ -422,6 +426,57 @@ def _fault_document(verdict: Verdict, run_doc: dict[str, Any]) -> dict[str, Any]
     if isinstance(recorded, dict) and recorded.get("kind") == verdict.fault_kind:
         return dict(recorded)
     return {"kind": verdict.fault_kind, "message": verdict.detail or verdict.fault_kind}
+
+
+def run_usage(
+    run_doc: Mapping[str, Any], prices: Mapping[str, Price], model: str | None
+) -> Usage | None:
+    """The usage a run.json records, its cost priced from `prices` when the CLI reported none;
+    None when unknown (nothing recorded, or a record that is not a usage document)."""
+    doc = run_doc.get("usage")
+    if doc is None:
+        return None
+    try:
+        usage = usage_from_document(doc, "run.json usage")
+    except UsageError:
+        return None
+    return priced(usage, prices, model)
+
+
+def _usage_fields(
+    ctx: RunContext, cell: Cell, attempt: int, run_doc: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The receipt's usage of this attempt, of every attempt of the cell, and the notes.
+
+    Every earlier attempt whose seat ran counts (a failed or retried attempt costs
+    too): its run.json's usage, or unknown (null) when it recorded none or never
+    finished (a killed run); attempts whose seat never launched spent nothing.
+    """
+    model = cell.seat.model
+    usage = run_usage(run_doc, ctx.prices, model)
+    base = store.cell_dir(ctx.out, cell.cell_id)
+    attempts: list[dict[str, Any]] = []
+    for number in sorted(n for n in store.attempt_numbers(base) if n < attempt):
+        earlier = store.read_json(store.run_dir(ctx.out, cell.cell_id, number) / RUN_RECORD)
+        if isinstance(earlier, dict) and earlier.get("status") == "not_launched":
+            continue
+        spent = run_usage(earlier, ctx.prices, model) if isinstance(earlier, dict) else None
+        attempts.append(
+            {"attempt": number, "usage": usage_document(spent) if spent is not None else None}
+        )
+    if run_doc.get("status") != "not_launched":
+        attempts.append(
+            {"attempt": attempt, "usage": usage_document(usage) if usage is not None else None}
+        )
+    fields: dict[str, Any] = {
+        "attempts_usage": attempts,
+        "cli_version": run_doc.get("executable_version"),
+    }
+    if usage is not None:
+        fields["usage"] = usage_document(usage)
+    if run_doc.get("notes"):
+        fields["notes"] = list(run_doc["notes"])
+    return fields
 
 
 def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from brigade.core.clock import utc_now
 from brigade.core.plan import Cell
 from brigade.core.specs import SeatSpec
 from brigade.core.transcript import TRANSCRIPT_SCHEMA, Entry, transcript_document
+from brigade.core.usage import Usage, usage_document
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import proc, worktree
@@ -188,6 +189,8 @@ def execute_seat(
             settings_not_applied=invocation.settings_not_applied,
             stdout_bytes=len(stdout.encode("utf-8")),
             stderr_bytes=len(stderr.encode("utf-8")),
+            usage=reading.usage,
+            notes=reading.notes,
         )
         if tree is not None:
             try:
@@ -323,6 +326,8 @@ def run_document(
     settings_not_applied: Sequence[str] = (),
     stdout_bytes: int = 0,
     stderr_bytes: int = 0,
+    usage: Usage | None = None,
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """run.json's document (brigade.run.v1): the one place its keys are written out.
 
@@ -357,6 +362,8 @@ def run_document(
         "workspace_snapshot": None,
         "stdout_bytes": stdout_bytes,
         "stderr_bytes": stderr_bytes,
+        "usage": usage_document(usage) if usage is not None else None,
+        "notes": list(notes),
     }
 
 

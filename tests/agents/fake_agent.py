@@ -16,6 +16,7 @@
                       the fault `KIND: DETAIL` (exit 75); attempt N and later answer
   sleep_before: N SECONDS
                       attempts before attempt N sleep SECONDS first
+  usage: TEXT         write TEXT (a usage document, or anything) to $BRIGADE_USAGE_FILE
 
 Every launch appends a line to $FAKE_AGENT_LOG (when set), so tests can count
 agent processes; with $FAKE_AGENT_SPANS set, each run appends
@@ -81,6 +82,9 @@ for line in prompt.splitlines():
             handle.write(text + "\n")
     elif key == "delete":
         os.remove(os.path.expandvars(value))
+    elif key == "usage":
+        with open(os.environ["BRIGADE_USAGE_FILE"], "w") as handle:
+            handle.write(value)
     elif key == "env":
         answer = os.environ.get(value, "<unset>")
     elif key == "spawn":
