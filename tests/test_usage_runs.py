@@ -255,7 +255,7 @@ def test_every_attempt_counts_in_the_summary(project: Project, tmp_path: Path) -
     assert project.summary()["usage_all_attempts"] == usage
 
 
-def test_a_changed_price_re_runs_nothing_and_reprices_the_summary(
+def test_a_changed_price_re_runs_nothing_and_reprices_summary_and_report(
     project: Project, tmp_path: Path
 ) -> None:
     folder = install_fake(tmp_path, "codex")
@@ -270,6 +270,8 @@ def test_a_changed_price_re_runs_nothing_and_reprices_the_summary(
         1,
         52580 + 417,
     )
+    report = project.out / "report"
+    assert '<td class="num">– (1 of 1 cells unknown)</td>' in (report / "index.html").read_text()
     for input_price in (1.0, 2.0):
         prices = {"gpt-test": {"input": input_price, "output": 10.0}}
         project.write_roster({"s": fake_seat("codex", "gpt-test")}, prices=prices)
@@ -283,5 +285,9 @@ def test_a_changed_price_re_runs_nothing_and_reprices_the_summary(
             pytest.approx(cost, abs=1e-9),
             1,
         )
+        # the report is made again: its cost column and its testcases' cost
+        seats = (report / "index.html").read_text().split('<table id="seats">')[1]
+        assert f'<td class="num">${cost:.4f}</td>' in seats.split("</table>")[0]
+        assert f'<property name="cost_usd" value="{cost!r}"' in (report / "junit.xml").read_text()
     shown = project.brigade("summary", str(project.out), "--json")
     assert json.loads(shown.stdout)["by_seat"]["s"]["usage_all_attempts"] == usage

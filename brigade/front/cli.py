@@ -245,8 +245,8 @@ def show_table(summary: dict[str, Any]) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     """Show results: the seat x case matrix, one cell in full, or the list of cells.
 
-    brigade show DIR                  counts per state for each seat and the seat x case
-                                      matrix (--json: the summary)
+    brigade show DIR                  counts per state for each seat, the seat x case
+                                      matrix and cost per seat (--json: the summary)
     brigade show DIR CELL [--full]    one cell (a coordinate case:seat:trial, or the start
                                       of its id): state and why, attempts, graders, usage,
                                       the answer (--full: all of it), the stderr tail of a
@@ -279,7 +279,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(rows_text(rows) + "\n")
         return 0
-    from brigade.report.render import text_matrix
+    from brigade.report.render import text_costs, text_matrix
 
     summary = summarize(out, plan)
     if args.json:
@@ -290,6 +290,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(show_table(summary))
     print()
     print(text_matrix(summary))
+    print()
+    print(text_costs(summary))
     return 0
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brigade.core.accounting import cell_usage
 from brigade.core.plan import Plan, prices_document
 from brigade.core.projection import (
     GRADER_RESULT_ROLES,
@@ -55,6 +56,7 @@ REPORT_FIELDS = (
     "score",
     "failure_reason",
     "failure_detail",
+    "attempts_usage",
 )
 GRADER_FIELDS = ("grader_id", "status", "score", "detail")
 FAULT_LIMIT = 2000
@@ -125,6 +127,7 @@ def report_cells(
                 answer=answer,
                 fault=shown_fault,
                 fault_kind=_fault_kind(receipt),
+                usage=_cell_usage(projected.get("attempts_usage"), plan, cell.seat.model),
             )
         )
     return cells
@@ -134,6 +137,17 @@ def _fault_kind(receipt: Mapping[str, Any] | None) -> str | None:
     fault = receipt.get("fault") if receipt is not None else None
     kind = fault.get("kind") if isinstance(fault, Mapping) else None
     return kind if isinstance(kind, str) else None
+
+
+def _cell_usage(attempts: Any, plan: Plan, model: str | None) -> dict[str, Any] | None:
+    """What a cell spent over every attempt, priced with the plan's prices (None: unknown)."""
+    if not isinstance(attempts, list):
+        return None
+    return cell_usage(
+        (entry.get("usage") if isinstance(entry, dict) else None for entry in attempts),
+        plan.prices,
+        model,
+    )
 
 
 @dataclass(frozen=True)
@@ -229,6 +243,7 @@ def report_document(report: Report) -> dict[str, Any]:
     )
     return {
         **{key: summary[key] for key in keys},
+        "usage_all_attempts": summary.get("usage_all_attempts"),
         "measurement_failures_by_reason": failure_reasons(cells),
         "cells": [cell.document() for cell in cells],
     }

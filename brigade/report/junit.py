@@ -52,6 +52,25 @@ def _outcome_element(cell: ReportCell) -> tuple[str, dict[str, str]] | None:
     return "skipped", {"message": reasons.get(cell.state, f"{cell.state}: not finished")}
 
 
+def _usage_properties(cell: ReportCell) -> list[tuple[str, str]]:
+    """Tokens and cost of the cell over every attempt; an unknown value is left out (never
+    0), and `usage_partial` says when a total leaves an attempt of unknown usage out."""
+    usage = cell.usage
+    if usage is None:
+        return []
+    shown = []
+    for key in ("input_tokens", "cached_input_tokens", "output_tokens", "total_tokens"):
+        if isinstance(usage.get(key), int):
+            shown.append((key, str(usage[key])))
+    if isinstance(usage.get("cost_usd"), (int, float)):
+        shown.append(("cost_usd", repr(float(usage["cost_usd"]))))
+    if usage.get("attempts"):
+        shown.append(("usage_attempts", str(usage["attempts"])))
+    if usage.get("partial"):
+        shown.append(("usage_partial", "true"))
+    return shown
+
+
 def junit_xml(name: str, cells: Sequence[ReportCell]) -> bytes:
     """JUnit XML: a testsuite per seat, a testcase per cell (name coordinate, classname case)."""
     root = ET.Element("testsuites", name=_xml_text(name))
@@ -78,6 +97,7 @@ def junit_xml(name: str, cells: Sequence[ReportCell]) -> bytes:
                 ("cell_id", cell.cell_id),
                 ("attempt", str(cell.attempt or 0)),
                 ("state", cell.state),
+                *_usage_properties(cell),
             ):
                 ET.SubElement(properties, "property", name=key, value=_xml_text(text))
             outcome = _outcome_element(cell)

@@ -30,6 +30,9 @@ class ReportCell:
     answer: str | None = None
     fault: str | None = None
     fault_kind: str | None = None  # the kind of the receipt's fault (auth, rate_limited, ...)
+    # what the cell spent over every attempt (core.accounting's document for one cell);
+    # None when its receipt records no usage
+    usage: Mapping[str, Any] | None = None
 
     @property
     def measurement_failure(self) -> bool:
@@ -64,6 +67,7 @@ class ReportCell:
             "score": self.score,
             "run_dir": self.run_dir,
             "graders": list(self.graders),
+            "usage_all_attempts": dict(self.usage) if self.usage is not None else None,
         }
 
 

@@ -9,6 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from brigade.report.costs import (
+    COST_HEADINGS,
+    COST_NOTE,
+    agents_table,
+    cost_chart,
+    cost_columns,
+    cost_table_text,
+)
 from brigade.report.model import ReportCell, failure_reasons, grader_lines, state_class
 from brigade.report.pages import case_anchor, case_page, cell_anchor, cell_page
 
@@ -314,7 +322,8 @@ def _bar_chart(by_seat: Mapping[str, Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _seat_table(stats: Mapping[str, Any]) -> str:
+def _seat_table(summary: Mapping[str, Any]) -> str:
+    stats = summary["trial_stats"]
     rows = []
     for seat, group in stats["by_seat"].items():
         mean = "–" if group["mean_score"] is None else f"{group['mean_score']:.3f}"
@@ -329,6 +338,7 @@ def _seat_table(stats: Mapping[str, Any]) -> str:
             group["measurement_failures"],
             group["unfinished"],
             mean,
+            *cost_columns(summary, seat),
         ]
         rows.append(
             f"<tr><th>{_e(seat)}</th>"
@@ -347,6 +357,7 @@ def _seat_table(stats: Mapping[str, Any]) -> str:
         "meas. failures",
         "not run",
         "mean score",
+        *COST_HEADINGS,
         "pass@k",
         "pass^k",
     )
@@ -472,13 +483,17 @@ style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <p id="overview">{summary["total_cells"]} cells: {_e(counts)}.
 Outcome <strong>{_e(summary["outcome"])}</strong> (exit {_e(summary["exit_code"])}).
 Measurement failures: {failures}. Manifest {_e(summary["manifest_digest"])}.</p>
+{agents_table(summary)}
 <h2>Accepted rate by seat and case</h2>
 {_matrix(stats, cells, links)}
 <h2>Accepted rate by seat (95% Wilson interval)</h2>
 {_bar_chart(stats["by_seat"])}
-{_seat_table(stats)}
+{_seat_table(summary)}
 <p class="note">pass@k: chance that at least one of k trials is accepted; pass^k: that all k \
-are (unbiased estimators over scored trials, averaged over cases for a seat).</p>
+are (unbiased estimators over scored trials, averaged over cases for a seat). \
+{_e(COST_NOTE)}</p>
+<h2>Accepted rate against cost</h2>
+{cost_chart(summary)}
 <h2>Paired comparisons</h2>
 {_comparisons(stats)}
 <h2>Measurement failures by reason</h2>
@@ -515,3 +530,8 @@ def text_matrix(summary: Mapping[str, Any]) -> str:
         "  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip() for row in grid
     ]
     return "\n".join([*lines, *textwrap.wrap(LEGEND, 88)])
+
+
+def text_costs(summary: Mapping[str, Any]) -> str:
+    """Cost per seat as text (printed under the matrix by `brigade show`)."""
+    return cost_table_text(summary)

@@ -1,0 +1,219 @@
+"""Usage in the reports: each seat's agent in the header, cost columns, the accepted rate
+against cost chart with its Pareto front (rendered in headless Chromium), JUnit properties,
+and cost per seat under `brigade show`'s matrix; unknown shown as unknown, never 0."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import xmlschema
+from conftest import REPO, Project
+
+from brigade.report.costs import Point, money, pareto_front
+
+JUNIT_XSD = REPO / "tests" / "data" / "junit.xsd"
+
+AGENT = """
+import json, os, sys
+case = sys.stdin.read().strip()
+cost = os.environ.get("COST")
+if cost:
+    usage = {"input_tokens": 1000, "output_tokens": 100, "cost_usd": float(cost),
+             "model": os.environ["BRIGADE_MODEL"] + "-2025"}
+    with open(os.environ["BRIGADE_USAGE_FILE"], "w") as handle:
+        json.dump(usage, handle)
+print("yes" if case in os.environ["GOOD"].split(",") else "no")
+"""
+
+
+@pytest.fixture(scope="module")
+def costly(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """Four seats over four cases: cheap (25% at $0.01 a cell), mid (75% at $0.02), pricey
+    (50% at $0.05: worse and dearer than mid) and mystery (100%, cost unknown)."""
+    project = Project(tmp_path_factory.mktemp("costly"))
+    agent = project.root / "agent.py"
+    agent.write_text(AGENT)
+    cli = f"exec:{{python}} {agent}"
+    seats = {
+        "cheap": {"cli": cli, "model": "m-cheap", "env": {"COST": "0.01", "GOOD": "a"}},
+        "mid": {"cli": cli, "model": "m-mid", "env": {"COST": "0.02", "GOOD": "a,b,c"}},
+        "pricey": {"cli": cli, "model": "m-big", "env": {"COST": "0.05", "GOOD": "a,b"}},
+        "mystery": {"cli": cli, "env": {"GOOD": "a,b,c,d"}},
+    }
+    project.write_roster(seats)
+    yes = [{"type": "exact_output", "expected": "yes"}]
+    project.write_manifest(
+        [{"id": case, "prompt": case, "graders": yes} for case in "abcd"], seats=tuple(seats)
+    )
+    done = project.doit()
+    assert done.returncode == 1, done.stderr
+    return project
+
+
+def test_the_summary_prices_every_seat(costly: Project) -> None:
+    by_seat = costly.summary()["by_seat"]
+    shown = {
+        seat: (
+            data["usage_all_attempts"]["cost_usd"],
+            data["usage_all_attempts"]["cost_usd_per_accepted"],
+            data["usage_all_attempts"]["cells_cost_unknown"],
+            data["agent"]["models_used"],
+        )
+        for seat, data in by_seat.items()
+    }
+    assert shown == {
+        "cheap": (0.04, 0.04, 0, ["m-cheap-2025"]),
+        "mid": (0.08, pytest.approx(0.08 / 3), 0, ["m-mid-2025"]),
+        "pricey": (0.2, 0.1, 0, ["m-big-2025"]),
+        "mystery": (None, None, 4, []),
+    }
+
+
+def test_the_html_header_table_and_chart(costly: Project) -> None:
+    page = (costly.out / "report" / "index.html").read_text()
+    agents = page.split('<table id="agents">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><th>([^<]*)</th>(.*?)</tr>", agents)
+    cells = {seat: re.findall(r"<td>([^<]*)</td>", rest) for seat, rest in rows}
+    day = costly.summary()["by_seat"]["mid"]["agent"]["first_started_at"][:10]
+    cli = "exec:{python} &lt;manifest-dir&gt;/agent.py"  # projected: no path of this machine
+    assert cells["mid"] == [cli, "m-mid", "m-mid-2025", "–", day]
+    assert cells["mystery"][1:3] == ["(the CLI&#x27;s default)", "–"]
+    seats = page.split('<table id="seats">', 1)[1].split("</table>", 1)[0]
+    assert "<th>cost</th><th>tokens</th><th>cost per accepted</th>" in seats
+    mid = seats.split("<tr><th>mid</th>", 1)[1].split("</tr>", 1)[0]
+    assert '<td class="num">$0.0800</td><td class="num">4,400</td>' in mid
+    assert '<td class="num">$0.0267</td>' in mid
+    mystery = seats.split("<tr><th>mystery</th>", 1)[1].split("</tr>", 1)[0]
+    # unknown stays unknown: never $0
+    assert '<td class="num">– (4 of 4 cells unknown)</td>' in mystery
+    assert "$0.0000" not in page
+    chart = page.split('<svg id="cost-chart"', 1)[1].split("</svg>", 1)[0]
+    groups = re.findall(r'<g class="seat( pareto)?" data-seat="([^"]+)">', chart)
+    assert {seat: bool(front) for front, seat in groups} == {
+        "cheap": True,
+        "mid": True,
+        "pricey": False,  # dearer and less accurate than mid
+    }
+    assert "Not plotted: mystery (cost unknown)." in page
+
+
+def test_junit_carries_tokens_and_cost(costly: Project) -> None:
+    data = (costly.out / "report" / "junit.xml").read_bytes()
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(data.decode())
+    root = ET.fromstring(data)
+    properties = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in root.iter("testcase")
+    }
+    assert {k: v for k, v in properties["b:mid:1"].items() if k not in ("cell_id",)} == {
+        "attempt": "1",
+        "state": "accepted",
+        "input_tokens": "1000",
+        "output_tokens": "100",
+        "total_tokens": "1100",
+        "cost_usd": "0.02",
+        "usage_attempts": "1",
+    }
+    # unknown usage: no token or cost property at all (never 0), and the total says partial
+    assert {k: v for k, v in properties["a:mystery:1"].items() if k != "cell_id"} == {
+        "attempt": "1",
+        "state": "accepted",
+        "usage_attempts": "1",
+        "usage_partial": "true",
+    }
+
+
+def test_show_prints_cost_per_seat_under_the_matrix(costly: Project) -> None:
+    shown = costly.brigade("show", str(costly.out))
+    assert shown.returncode == 0, shown.stderr
+    costs = shown.stdout.split("\n\nseat ", 2)[-1]
+    assert "seat " + costs == (
+        "seat        cost  per cell  per accepted  tokens  unknown\n"
+        "cheap    $0.0400   $0.0100       $0.0400   4,400\n"
+        "mid      $0.0800   $0.0200       $0.0267   4,400\n"
+        "pricey   $0.2000   $0.0500       $0.1000   4,400\n"
+        "mystery        –         –             –       –  4 of 4 cells\n"
+        "cost per seat over every attempt (failed and retried ones too); unknown: cells whose\n"
+        "cost is unknown (left out of the totals)\n"
+    )
+
+
+def test_report_json_has_the_usage(costly: Project) -> None:
+    shown = costly.brigade("report", str(costly.out), "--json")
+    assert shown.returncode == 1, shown.stderr  # the results' exit code: rejected cells
+    document = json.loads(shown.stdout)
+    assert document["usage_all_attempts"]["cells_cost_unknown"] == 4
+    [cell] = [c for c in document["cells"] if c["coordinate"] == "a:mystery:1"]
+    assert cell["usage_all_attempts"]["cost_usd"] is None
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_the_cost_chart_renders_in_headless_chromium(costly: Project, tmp_path: Path) -> None:
+    page = costly.out / "report" / "index.html"
+    argv = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    done = subprocess.run(
+        [*argv, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    assert 'data-ready="1"' in dom  # the page's script ran to its end
+    chart = dom.split('<svg id="cost-chart"', 1)[1].split("</svg>", 1)[0]
+    assert chart.count("<circle ") == 3
+    assert chart.count('class="seat pareto"') == 2
+    assert '<polyline class="front"' in chart
+    shot = tmp_path / "chart.png"
+    done = subprocess.run(
+        [*argv, "--window-size=1200,2000", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pareto_front() -> None:
+    points = [
+        Point("a", 0.01, 0.25, None, False),
+        Point("b", 0.02, 0.75, None, False),
+        Point("c", 0.05, 0.5, None, False),
+        Point("d", 0.02, 0.75, None, False),  # a tie is not beaten
+        Point("e", 0.01, 0.1, None, False),  # as cheap as a, less accurate
+    ]
+    assert pareto_front(points) == {"a", "b", "d"}
+    assert pareto_front([]) == set()
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "–"),
+        (0, "$0.0000"),
+        (0.04, "$0.0400"),
+        (0.000559, "$0.000559"),
+        (1e-9, "<$0.000001"),
+        (1234.5, "$1,234.50"),
+    ],
+)
+def test_money(value: float | None, text: str) -> None:
+    assert money(value) == text
