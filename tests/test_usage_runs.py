@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from agents.fake_cli import BINARIES, install
-from conftest import Project
+from conftest import FAKE_CLI, REPO, Project
 from test_adapters import USAGE
 
 from brigade.core.usage import usage_document
@@ -291,3 +291,47 @@ def test_a_changed_price_re_runs_nothing_and_reprices_summary_and_report(
         assert f'<property name="cost_usd" value="{cost!r}"' in (report / "junit.xml").read_text()
     shown = project.brigade("summary", str(project.out), "--json")
     assert json.loads(shown.stdout)["by_seat"]["s"]["usage_all_attempts"] == usage
+
+
+def test_a_judge_s_usage_is_recorded_apart_from_the_seat_s(project: Project) -> None:
+    judge = f"exec:{{python}} {REPO / 'tests' / 'agents' / 'fake_judge.py'}"
+    spent = {"input_tokens": 900, "output_tokens": 40, "cost_usd": 0.003}
+    seat = {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.001}
+    project.write_roster(
+        {
+            "agent": {"cli": FAKE_CLI},
+            "critic": {"cli": judge, "model": "pass", "env": {"JUDGE_USAGE": json.dumps(spent)}},
+        }
+    )
+    project.write_manifest(
+        [{"id": "hello", "prompt": f"answer: hello\nusage: {json.dumps(seat)}"}],
+        graders=[{"type": "judge", "seat": "critic", "rubric": "Greets the user."}],
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("hello:agent:1")
+    [result] = receipt["graders"]
+    assert {k: v for k, v in result["usage"].items() if v not in (None, {})} == {
+        **spent,
+        "cost_source": "reported",
+    }
+    assert receipt["usage"]["cost_usd"] == 0.001  # the seat's own
+    by_seat = project.summary()["by_seat"]["agent"]
+    assert (
+        by_seat["usage_all_attempts"]["cost_usd"],
+        by_seat["usage_all_attempts"]["input_tokens"],
+    ) == (
+        0.001,
+        100,
+    )
+    assert by_seat["grader_usage"] == {
+        "results": 1,
+        "results_cost_unknown": 0,
+        "input_tokens": 900,
+        "cached_input_tokens": None,
+        "cache_write_tokens": None,
+        "output_tokens": 40,
+        "reasoning_tokens": None,
+        "turns": None,
+        "cost_usd": 0.003,
+    }

@@ -10,7 +10,8 @@
   slow      sleep 600 s
 
 Every launch appends a JSON line {model, prompt, cwd, env} to $FAKE_JUDGE_LOG (when set),
-so tests can count judge runs and read the prompt a judge was given.
+so tests can count judge runs and read the prompt a judge was given. $JUDGE_USAGE (when set)
+is written to $BRIGADE_USAGE_FILE: the judge's usage.
 """
 
 import json
@@ -27,6 +28,10 @@ if log:
         env = {name: os.environ.get(name) for name in names}
         handle.write(json.dumps({"model": model, "prompt": prompt, "cwd": os.getcwd(), "env": env}))
         handle.write("\n")
+
+if os.environ.get("JUDGE_USAGE"):
+    with open(os.environ["BRIGADE_USAGE_FILE"], "w") as handle:
+        handle.write(os.environ["JUDGE_USAGE"])
 
 REASONS = "The answer greets the user as the rubric asks.\nIt is short."
 if model == "pass":
