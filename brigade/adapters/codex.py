@@ -186,61 +186,19 @@ def _exec_item_entries(item: dict[str, Any]) -> list[Entry]:
     if kind == "reasoning":
         return [Entry(kind="reasoning", text=str(item.get("text") or ""))]
     if kind == "command_execution":
-        exit_code = item.get("exit_code")
-        failed = status in ("failed", "declined") or (isinstance(exit_code, int) and exit_code != 0)
-        return [
-            Entry(
-                kind="tool_call",
-                name="shell",
-                input={"command": item.get("command")},
-                call_id=call_id,
-            ),
-            Entry(
-                kind="tool_result",
-                name="shell",
-                output=str(item.get("aggregated_output") or ""),
-                is_error=failed,
-                call_id=call_id,
-            ),
-        ]
+        return _shell(item, call_id, item.get("exit_code"), item.get("aggregated_output"))
     if kind == "file_change":
-        changes = item.get("changes") or []
-        return [
-            Entry(
-                kind="tool_call", name="file_change", input={"changes": changes}, call_id=call_id
-            ),
-            Entry(
-                kind="tool_result",
-                name="file_change",
-                output=str(status or ""),
-                is_error=status == "failed",
-                call_id=call_id,
-            ),
-        ]
+        return _call_and_result(
+            "file_change",
+            {"changes": item.get("changes") or []},
+            call_id,
+            str(status or ""),
+            is_error=status == "failed",
+        )
     if kind == "mcp_tool_call":
-        name = f"{item.get('server')}.{item.get('tool')}"
-        error = message_of(obj(item.get("error")).get("message"))
-        result = obj(item.get("result"))
-        output = error or (as_text(result.get("content")) if result.get("content") else "")
-        return [
-            Entry(kind="tool_call", name=name, input=item.get("arguments"), call_id=call_id),
-            Entry(
-                kind="tool_result",
-                name=name,
-                output=output,
-                is_error=status == "failed" or error is not None,
-                call_id=call_id,
-            ),
-        ]
+        return _mcp_call(item, call_id)
     if kind == "web_search":
-        return [
-            Entry(
-                kind="tool_call",
-                name="web_search",
-                input={"query": item.get("query")},
-                call_id=call_id,
-            )
-        ]
+        return _web_search(item, call_id)
     if kind == "todo_list":
         steps = [
             f"[{'x' if step.get('completed') else ' '}] {step.get('text')}"
@@ -449,61 +407,54 @@ def _app_item_entries(item: dict[str, Any]) -> list[Entry]:
         text = "\n".join(part for part in parts if isinstance(part, str))
         return [Entry(kind="reasoning", text=text)] if text else []
     if kind == "commandExecution":
-        exit_code = item.get("exitCode")
-        failed = status in ("failed", "declined") or (isinstance(exit_code, int) and exit_code != 0)
-        return [
-            Entry(
-                kind="tool_call",
-                name="shell",
-                input={"command": item.get("command")},
-                call_id=call_id,
-            ),
-            Entry(
-                kind="tool_result",
-                name="shell",
-                output=str(item.get("aggregatedOutput") or ""),
-                is_error=failed,
-                call_id=call_id,
-            ),
-        ]
+        return _shell(item, call_id, item.get("exitCode"), item.get("aggregatedOutput"))
     if kind == "fileChange":
-        return [
-            Entry(
-                kind="tool_call",
-                name="file_change",
-                input={"changes": item.get("changes") or []},
-                call_id=call_id,
-            ),
-            Entry(
-                kind="tool_result",
-                name="file_change",
-                output=str(status or ""),
-                is_error=status in ("failed", "declined"),
-                call_id=call_id,
-            ),
-        ]
+        return _call_and_result(
+            "file_change",
+            {"changes": item.get("changes") or []},
+            call_id,
+            str(status or ""),
+            is_error=status in ("failed", "declined"),
+        )
     if kind == "mcpToolCall":
-        name = f"{item.get('server')}.{item.get('tool')}"
-        error = message_of(obj(item.get("error")).get("message"))
-        result = obj(item.get("result"))
-        output = error or (as_text(result.get("content")) if result.get("content") else "")
-        return [
-            Entry(kind="tool_call", name=name, input=item.get("arguments"), call_id=call_id),
-            Entry(
-                kind="tool_result",
-                name=name,
-                output=output,
-                is_error=status == "failed" or error is not None,
-                call_id=call_id,
-            ),
-        ]
+        return _mcp_call(item, call_id)
     if kind == "webSearch":
-        return [
-            Entry(
-                kind="tool_call",
-                name="web_search",
-                input={"query": item.get("query")},
-                call_id=call_id,
-            )
-        ]
+        return _web_search(item, call_id)
     return []
+
+
+# -- items both protocols share (the same fields, spelled per protocol by the caller) --
+
+
+def _call_and_result(
+    name: str, call_input: Any, call_id: str | None, output: str, *, is_error: bool
+) -> list[Entry]:
+    return [
+        Entry(kind="tool_call", name=name, input=call_input, call_id=call_id),
+        Entry(kind="tool_result", name=name, output=output, is_error=is_error, call_id=call_id),
+    ]
+
+
+def _shell(item: dict[str, Any], call_id: str | None, exit_code: Any, output: Any) -> list[Entry]:
+    status = item.get("status")
+    failed = status in ("failed", "declined") or (isinstance(exit_code, int) and exit_code != 0)
+    return _call_and_result(
+        "shell", {"command": item.get("command")}, call_id, str(output or ""), is_error=failed
+    )
+
+
+def _mcp_call(item: dict[str, Any], call_id: str | None) -> list[Entry]:
+    name = f"{item.get('server')}.{item.get('tool')}"
+    error = message_of(obj(item.get("error")).get("message"))
+    result = obj(item.get("result"))
+    output = error or (as_text(result.get("content")) if result.get("content") else "")
+    failed = item.get("status") == "failed" or error is not None
+    return _call_and_result(name, item.get("arguments"), call_id, output, is_error=failed)
+
+
+def _web_search(item: dict[str, Any], call_id: str | None) -> list[Entry]:
+    return [
+        Entry(
+            kind="tool_call", name="web_search", input={"query": item.get("query")}, call_id=call_id
+        )
+    ]
