@@ -15,7 +15,8 @@ import pytest
 import xmlschema
 from conftest import REPO, Project
 
-from brigade.report.costs import Point, money, pareto_front
+from brigade.core.usage import money
+from brigade.report.costs import Point, pareto_front
 
 JUNIT_XSD = REPO / "tests" / "data" / "junit.xsd"
 

@@ -176,3 +176,26 @@ def grader_spending(usages: Iterable[Usage | None]) -> dict[str, Any]:
         **sums,
         "cost_usd": stable_round(cost) if cost is not None else None,
     }
+
+
+def attempt_cost(receipt: Mapping[str, Any], prices: Mapping[str, Price]) -> float | None:
+    """What the attempt a receipt records cost in USD: its seat run (priced when it was
+    recorded) and the graders that called a model (priced with `prices`); 0.0 when its seat
+    never launched and no judge ran; None when any of it is unknown."""
+    attempt = receipt.get("attempt")
+    docs: list[Any] = [
+        entry.get("usage")
+        for entry in receipt.get("attempts_usage") or ()
+        if isinstance(entry, Mapping) and entry.get("attempt") == attempt
+    ]
+    judged = [
+        repriced(usage, prices) if (usage := parse(result["usage"])) is not None else None
+        for result in receipt.get("graders") or ()
+        if isinstance(result, Mapping) and isinstance(result.get("usage"), dict)
+    ]
+    total = 0.0
+    for usage in [parse(doc) for doc in docs] + judged:
+        if usage is None or usage.cost_usd is None:
+            return None
+        total += usage.cost_usd
+    return total

@@ -130,3 +130,5 @@ class Roster:
     unusable: Mapping[str, str] = field(default_factory=dict)
     # model id -> its price (`prices`): fills costs the CLIs do not report; no identity
     prices: Mapping[str, Price] = field(default_factory=dict)
+    # `max_cost`: a run's spending cap in USD when the command line gives none; no identity
+    max_cost: float | None = None

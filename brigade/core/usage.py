@@ -398,3 +398,20 @@ def usage_from_document(doc: Any, path: str = "usage") -> Usage:
         ),
         **values,
     )
+
+
+# how text shows a value that is not known (never 0)
+UNKNOWN = "–"
+
+
+def money(value: Any) -> str:
+    """`$0.1234`, `$0.000559` below a cent, `$1,234.56` from $100; `–` when unknown."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return UNKNOWN
+    if abs(value) >= 100:
+        return f"${value:,.2f}"
+    if value == 0 or abs(value) >= 0.01:
+        return f"${value:.4f}"
+    if abs(value) < 0.000001:
+        return "<$0.000001"
+    return f"${value:.6f}"

@@ -106,6 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         retries=args.retries,
         retry_backoff=args.retry_backoff,
         retry_timeouts=args.retry_timeouts,
+        max_cost=args.max_cost,
     )
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
     # hold the lock before scanning, so the scan sees a quiet output directory
@@ -496,6 +497,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--retry-timeouts",
         action="store_true",
         help="retry seats that hit their time limit too",
+    )
+    sub.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="launch no more seats once what this run's seat runs cost reaches USD (exit 3; "
+        "default: the roster's `max_cost`, else no cap)",
     )
     sub.add_argument("--always", action="store_true", help="run every cell again as a new attempt")
     sub.add_argument(

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import gc
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -53,8 +54,14 @@ class Options:
     retries: int | None = None  # --retries N (doit: retries=N)
     retry_backoff: float | None = None  # --retry-backoff B (doit: retry_backoff=B)
     retry_timeouts: bool = False  # --retry-timeouts (doit: retry_timeouts=1)
+    max_cost: float | None = None  # --max-cost USD (doit: max_cost=USD); None: the roster's
 
     def __post_init__(self) -> None:
+        if self.max_cost is not None and not (0 < self.max_cost < math.inf):
+            raise InputError(
+                f"--max-cost {self.max_cost:g} (doit: max_cost=): use a number of US dollars "
+                "above 0"
+            )
         if self.retries is not None and not 0 <= self.retries <= MAX_RETRIES:
             raise InputError(
                 f"--retries {self.retries} (doit: retries=): use 0 to {MAX_RETRIES} retries"
@@ -360,18 +367,27 @@ def build_scheduler(session: Session) -> Scheduler:
     cluster = session.cluster
     if cluster is None:
         limits = limits_for(seats, session.roster.limits, session.options.jobs)
-        return Scheduler(limits, policies, run=lambda job: run_cell(ctx, job.cell, job.tries))
-    limits = limits_for(seats, session.roster.limits, None)
+        scheduler = Scheduler(limits, policies, run=lambda job: run_cell(ctx, job.cell, job.tries))
+    else:
+        limits = limits_for(seats, session.roster.limits, None)
 
-    def start(job: Job) -> None:
-        attempt, started_at = start_attempt(ctx, job.cell, read=True)
+        def start(job: Job) -> None:
+            attempt, started_at = start_attempt(ctx, job.cell, read=True)
 
-        def record(run_doc: dict[str, Any]) -> dict[str, Any]:
-            return finish(ctx, job.cell, attempt, started_at, run_doc, None, tries=job.tries)
+            def record(run_doc: dict[str, Any]) -> dict[str, Any]:
+                return finish(ctx, job.cell, attempt, started_at, run_doc, None, tries=job.tries)
 
-        cluster.submit(job.cell, attempt, record, lambda recorded: scheduler.post(job, recorded))
+            cluster.submit(
+                job.cell, attempt, record, lambda recorded: scheduler.post(job, recorded)
+            )
 
-    scheduler = Scheduler(limits, policies, start=start)
+        scheduler = Scheduler(limits, policies, start=start)
+    cap = session.options.max_cost
+    cap = session.roster.max_cost if cap is None else cap
+    if cap is not None:
+        from brigade.run.budget import Budget
+
+        Budget(cap, ctx.prices, scheduler)  # it watches what the scheduler records
     return scheduler
 
 

@@ -449,6 +449,7 @@ DOIT_VARIABLES = (
     "retries",
     "retry_backoff",
     "retry_timeouts",
+    "max_cost",
 )
 EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
 DEFAULT_MANIFEST = "manifests/demo.yaml"
@@ -488,17 +489,20 @@ def options_from_variables(variables: dict[str, str]) -> Options:
         retries=_number("retries", variables.get("retries"), int),
         retry_backoff=_number("retry_backoff", variables.get("retry_backoff"), float),
         retry_timeouts=_flag("retry_timeouts", variables.get("retry_timeouts", "0")),
+        max_cost=_number("max_cost", variables.get("max_cost"), float, "a number of US dollars"),
     )
 
 
-def _number(name: str, value: str | None, kind: type[int] | type[float]) -> Any:
+def _number(
+    name: str, value: str | None, kind: type[int] | type[float], what: str | None = None
+) -> Any:
     """A numeric doit variable (None when not given); one line when it is not a number."""
     if value is None or not value.strip():
         return None
     try:
         return kind(value.strip())
     except ValueError:
-        what = "a whole number" if kind is int else "a number of seconds"
+        what = what or ("a whole number" if kind is int else "a number of seconds")
         raise BrigadeError(f"doit variable {name}={value!r}: use {what}") from None
 
 

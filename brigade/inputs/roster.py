@@ -115,6 +115,7 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
         prices={
             model: price_from_document(raw) for model, raw in (doc.get("prices") or {}).items()
         },
+        max_cost=float(doc["max_cost"]) if doc.get("max_cost") is not None else None,
     )
 
 

@@ -15,24 +15,11 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-UNKNOWN = "–"
+from brigade.core.usage import UNKNOWN, money
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
-
-
-def money(value: Any) -> str:
-    """`$0.1234`, `$0.000559` below a cent, `$1,234.56` from $100; `–` when unknown."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return UNKNOWN
-    if abs(value) >= 100:
-        return f"${value:,.2f}"
-    if value == 0 or abs(value) >= 0.01:
-        return f"${value:.4f}"
-    if abs(value) < 0.000001:
-        return "<$0.000001"
-    return f"${value:.6f}"
 
 
 def count(value: Any) -> str:

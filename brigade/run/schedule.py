@@ -79,7 +79,7 @@ class Job:
 class Stop:
     """Why launching stopped (for one seat, or for all) and how many runs it kept back."""
 
-    reason: str
+    reason: str | Callable[[], str]  # a function: the text is made when the run ends
     not_started: int = 0
     retries_dropped: int = 0
 
@@ -165,10 +165,12 @@ class Scheduler:
         thread that recorded it; it may call `stop`)."""
         self._recorded.append(callback)
 
-    def stop(self, reason: str, seat: str | None = None) -> None:
+    def stop(self, reason: str | Callable[[], str], seat: str | None = None) -> None:
         """Launch nothing more (of `seat`, or of any seat): cells not started stay as they are
         on disk (unfinished, or their last result) and run again on the next run. Runs in
-        flight finish and are recorded."""
+        flight finish and are recorded. `reason` may be a function that gives the text when
+        the final lines are written (a budget says what was spent by then). A stop of every
+        seat that kept nothing back (every cell had started) says nothing and fails nothing."""
         with self._cond:
             self._stop(reason, seat)
             self._cond.notify_all()
@@ -245,9 +247,11 @@ class Scheduler:
         """One line per stopped seat (and for a stop of everything), one for the retries."""
         lines = []
         for seat, stop in sorted(self.stopped.items()):
-            lines.append(f"seat {seat} stopped after {stop.reason}; {_kept(stop)}")
-        if self.stopped_all is not None:
-            lines.append(f"stopped launching: {self.stopped_all.reason}; {_kept(self.stopped_all)}")
+            lines.append(f"seat {seat} stopped after {_reason(stop)}; {_kept(stop)}")
+        if self._stopped_all_kept_back:
+            assert self.stopped_all is not None
+            stop = self.stopped_all
+            lines.append(f"stopped launching: {_reason(stop)}; {_kept(stop)}")
         if self.retried:
             cells = len(self.retried)
             failed = len(self.still_failed)
@@ -272,8 +276,15 @@ class Scheduler:
 
     @property
     def any_stopped(self) -> bool:
-        """Whether a seat (or everything) stopped: the run then exits 3."""
-        return bool(self.stopped) or self.stopped_all is not None
+        """Whether a seat stopped, or a stop of everything kept a run back: the run then
+        exits 3."""
+        return bool(self.stopped) or self._stopped_all_kept_back
+
+    @property
+    def _stopped_all_kept_back(self) -> bool:
+        # a stop of everything that came after the last cell had started changed nothing
+        stop = self.stopped_all
+        return stop is not None and bool(stop.not_started or stop.retries_dropped)
 
     # -- inside the lock --------------------------------------------------------------
 
@@ -287,7 +298,7 @@ class Scheduler:
             stop.not_started += 1
         return True
 
-    def _stop(self, reason: str, seat: str | None) -> None:
+    def _stop(self, reason: str | Callable[[], str], seat: str | None) -> None:
         if seat is None:
             if self.stopped_all is None:
                 self.stopped_all = Stop(reason)
@@ -419,6 +430,10 @@ class Scheduler:
 
 def _article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
+
+
+def _reason(stop: Stop) -> str:
+    return stop.reason() if callable(stop.reason) else stop.reason
 
 
 def _kept(stop: Stop) -> str:
