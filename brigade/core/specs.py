@@ -18,6 +18,12 @@ DEFAULT_CODEX_TRANSPORT = "exec"
 DEFAULT_MODE = "read-only"
 DEFAULT_BACKOFF_SECONDS = 10.0
 
+# How a seat's process is confined (never part of a cell's identity): `auto` uses the
+# filesystem sandbox when it works here, `required` refuses to run a seat without it.
+SandboxMode = Literal["auto", "required", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "required", "off")
+DEFAULT_SANDBOX_MODE: SandboxMode = "auto"
+
 
 class Case(NamedTuple):
     """One case with its prompt resolved and defaults applied (a named tuple: built fast)."""
@@ -63,6 +69,16 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True)
+class SandboxSpec:
+    """A seat's sandbox settings: the mode, and paths it may also write, read or not see."""
+
+    mode: SandboxMode = DEFAULT_SANDBOX_MODE
+    writable: tuple[str, ...] = ()
+    readable: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SeatSpec:
     """One seat, with roster defaults applied.
 
@@ -83,6 +99,10 @@ class SeatSpec:
     max_concurrency: int | None = None
     limit: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # how the seat's process is confined, and whether it may use the network: neither
+    # enters the identity, so turning the sandbox on re-runs nothing
+    sandbox: SandboxSpec = field(default_factory=SandboxSpec)
+    network: bool = True
 
     def identity(self) -> dict[str, Any]:
         """The seat's part of the cell identity payload (frozen field set)."""

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, NamedTuple, NoReturn
 
 from brigade.core.clock import utc_now
 from brigade.core.taxonomy import FaultKind
@@ -29,14 +29,39 @@ TERM_GRACE_SECONDS = 3.0
 _MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.ENOEXEC})
 
 _live_lock = threading.Lock()
-# process group of each running seat -> the (variable, value) every process it starts carries
-_live_groups: dict[int, tuple[str, str] | None] = {}
+
+
+class _Live(NamedTuple):
+    """A running seat's process group: what its processes carry, and what confines them."""
+
+    tag: tuple[str, str] | None  # the (variable, value) every process it starts carries
+    confine: Confinement | None
+
+
+_live_groups: dict[int, _Live] = {}
 # set when brigade itself is being stopped: seats killed then are not results
 stopping = threading.Event()
 
 
 class Interrupted(Exception):
     """The run was stopped (SIGTERM / Ctrl-C) while a seat was running."""
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """A command prefix that confines a seat (the sandbox), as `proc` applies it.
+
+    `prefix` runs the rest of the command line inside the confinement. The
+    wrapper's own processes are named `wrapper` (their /proc comm): a graceful
+    stop signals the processes inside first, because signalling the wrapper
+    ends everything in it at once. `status_option` is the wrapper's option that
+    takes a file descriptor and writes `"exit-code"` there once the command has
+    run: without it, the command never started (a launch failure).
+    """
+
+    prefix: tuple[str, ...]
+    wrapper: str
+    status_option: str
 
 
 @dataclass(frozen=True)
@@ -78,6 +103,7 @@ def run(
     should_stop: Callable[[], bool] | None = None,
     driver: Sequence[str] = (),
     tag: tuple[str, str] | None = None,
+    confine: Confinement | None = None,
 ) -> ProcResult:
     """Run argv in a new session; stdout/stderr go straight to files (kept on timeout).
 
@@ -93,22 +119,39 @@ def run(
     `should_stop` is polled while the seat runs (a Dask worker asks whether its
     task was cancelled); when it says yes the group is ended the same way and
     Interrupted is raised.
+
+    With `confine` (the sandbox) the command runs inside it: the environment,
+    stdin, logs and the process group are the same; a program that cannot be
+    started inside is a launch failure as it would be without, and stopping it
+    signals the processes inside before the confinement itself.
     """
     started_at = utc_now()
     start = time.monotonic()
     executable = resolve_executable(argv[0], cwd, env) if argv else None
+    name = argv[0] if argv else "(empty command)"
     with (
         open(stdout_path, "wb") as out,
         open(stderr_path, "wb") as err,
         _stdin_source(stdin_text) as stdin,
+        _status_file(confine) as status,
     ):
         try:
-            if driver:
+            if driver or confine is not None:
+                # the confinement would start anyway and only then fail to find it
                 if executable is None:
                     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
-                command = [*driver, executable, *argv[1:]]
-            else:
-                command = list(argv)
+            command = [*driver, executable, *argv[1:]] if driver and executable else list(argv)
+            pass_fds: tuple[int, ...] = ()
+            if confine is not None and status is not None:
+                wrapper, *options = confine.prefix
+                pass_fds = (status.fileno(),)
+                command = [
+                    wrapper,
+                    confine.status_option,
+                    str(status.fileno()),
+                    *options,
+                    *command,
+                ]
             proc = subprocess.Popen(
                 command,
                 cwd=cwd,
@@ -118,35 +161,29 @@ def run(
                 stderr=err,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=pass_fds,
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv or env
             reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
-            name = argv[0] if argv else "(empty command)"
             err.write(f"brigade: cannot launch {name}: {reason}\n".encode())
-            return ProcResult(
-                launched=False,
-                exit_code=None,
-                signal=None,
-                timed_out=False,
-                launch_error=f"cannot launch {name}: {reason}",
-                started_at=started_at,
-                finished_at=utc_now(),
-                duration_seconds=round(time.monotonic() - start, 6),
-                executable=executable,
-                launch_fault=(
-                    "binary_missing" if isinstance(exc, OSError) and exc.errno in _MISSING else None
-                ),
+            missing = isinstance(exc, OSError) and exc.errno in _MISSING
+            return _unlaunched(
+                f"cannot launch {name}: {reason}",
+                started_at,
+                start,
+                executable,
+                "binary_missing" if missing else None,
             )
         with _live_lock:
-            _live_groups[proc.pid] = tag
+            _live_groups[proc.pid] = _Live(tag, confine)
         # A timer ends the group on time; the wait itself blocks in waitpid, so a
         # finished seat is noticed at once (Popen.wait(timeout) polls with sleeps
         # of up to 50 ms, which adds up over thousands of cells).
-        expiry = _Expiry(proc, grace)
+        expiry = _Expiry(proc, grace, confine)
         timer = threading.Timer(timeout, expiry.fire)
         timer.daemon = True
         timer.start()
-        stopped = _Expiry(proc, grace)
+        stopped = _Expiry(proc, grace, confine)
         waited = threading.Event()
         if should_stop is not None:
             threading.Thread(
@@ -163,9 +200,16 @@ def run(
             with _live_lock:
                 _live_groups.pop(proc.pid, None)
         timed_out = expiry.fired
+        code = proc.returncode
+        ran = status is None or code is None or code < 0 or _command_ran(status)
     if stopping.is_set() or stopped.fired:
         raise Interrupted(f"stopped while running {argv[0]}")
-    code = proc.returncode
+    if not ran:
+        # the confinement could not start the command (its reason is on stderr)
+        reason = _last_line(stderr_path) or f"the sandbox exited {code}"
+        return _unlaunched(
+            f"cannot launch {name} in the sandbox: {reason}", started_at, start, executable
+        )
     return ProcResult(
         launched=True,
         exit_code=code,
@@ -177,6 +221,51 @@ def run(
         duration_seconds=round(time.monotonic() - start, 6),
         executable=executable,
     )
+
+
+def _unlaunched(
+    error: str,
+    started_at: str,
+    start: float,
+    executable: str | None,
+    fault: FaultKind | None = None,
+) -> ProcResult:
+    return ProcResult(
+        launched=False,
+        exit_code=None,
+        signal=None,
+        timed_out=False,
+        launch_error=error,
+        started_at=started_at,
+        finished_at=utc_now(),
+        duration_seconds=round(time.monotonic() - start, 6),
+        executable=executable,
+        launch_fault=fault,
+    )
+
+
+@contextlib.contextmanager
+def _status_file(confine: Confinement | None) -> Iterator[IO[bytes] | None]:
+    """Where a confinement reports that the command ran (None when there is none)."""
+    if confine is None:
+        yield None
+        return
+    with tempfile.TemporaryFile() as handle:
+        yield handle
+
+
+def _command_ran(status: IO[bytes]) -> bool:
+    """Whether the confinement's status report says the command ran (it wrote its exit)."""
+    status.seek(0)
+    return b'"exit-code"' in status.read()
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_bytes().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
 
 
 # a prompt this small fits a pipe's buffer (64 KiB on Linux), so it can be
@@ -211,16 +300,19 @@ def _stdin_source(text: str | None) -> Iterator[int | IO[bytes]]:
 class _Expiry:
     """Ends a seat's process group when its time is up: SIGTERM, then SIGKILL after a grace."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], grace: float) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], grace: float, confine: Confinement | None = None
+    ) -> None:
         self.proc = proc
         self.grace = grace
+        self.confine = confine
         self.fired = False
 
     def fire(self) -> None:
         if self.proc.poll() is not None:
             return  # it finished just in time
         self.fired = True
-        _signal_group(self.proc.pid, signal.SIGTERM)
+        _terminate(self.proc.pid, self.confine)
         deadline = time.monotonic() + self.grace
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -260,10 +352,11 @@ def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
         except Exception:  # best effort: the run is ending either way
             pass
     with _live_lock:
-        groups = list(_live_groups)
-        tags = [tag for tag in _live_groups.values() if tag is not None]
-    for pgid in groups:
-        _signal_group(pgid, signal.SIGTERM)
+        live = dict(_live_groups)
+    groups = list(live)
+    tags = [seat.tag for seat in live.values() if seat.tag is not None]
+    for pgid, seat in live.items():
+        _terminate(pgid, seat.confine)
     deadline = time.monotonic() + grace
     pending = groups
     while pending and time.monotonic() < deadline:
@@ -274,6 +367,58 @@ def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
         _signal_group(pgid, signal.SIGKILL)
     for tag in tags:  # and what left the groups (setsid)
         end_stragglers(*tag, exact=True)
+
+
+def _terminate(pgid: int, confine: Confinement | None) -> None:
+    """Ask a seat's process group to end (SIGTERM), the processes inside a confinement first.
+
+    Signalling a confinement's own process ends everything inside it at once,
+    without the grace a seat gets to finish writing; so its inner processes
+    get the SIGTERM, and the group the SIGKILL when the grace is over.
+    """
+    if confine is None:
+        _signal_group(pgid, signal.SIGTERM)
+        return
+    for pid in _descendants(pgid):
+        if _comm(pid) != confine.wrapper:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root` in the process tree (from /proc; empty elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # `pid (comm) state ppid ...`: comm may hold spaces and parentheses
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as handle:
+            return handle.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
 
 
 def end_stragglers(
@@ -388,10 +533,14 @@ def capture_bytes(
 
 
 def capture(
-    argv: Sequence[str], *, cwd: Path | None = None, timeout: float = 10.0
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    timeout: float = 10.0,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int | None, str, str]:
     """Like capture_bytes, with stdout decoded as UTF-8."""
-    code, out, err = capture_bytes(argv, cwd=cwd, timeout=timeout)
+    code, out, err = capture_bytes(argv, cwd=cwd, timeout=timeout, env=env)
     return code, out.decode("utf-8", "replace"), err
 
 

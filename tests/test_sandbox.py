@@ -1,0 +1,704 @@
+"""The filesystem sandbox (run/sandbox.py) with the real bwrap: what a confined process can
+see, write and reach, and that proc runs it like any other seat (exit status, stdin,
+environment, timeouts, stop, leftovers). Skipped only where bwrap cannot run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import alive, git, wait_for
+
+from brigade.core.specs import SandboxSpec, SeatSpec
+from brigade.run import proc, sandbox
+
+AVAILABLE = sandbox.probe()
+needs_bwrap = pytest.mark.skipif(not AVAILABLE.ok, reason=f"no sandbox: {AVAILABLE.detail}")
+
+
+@dataclass
+class Layout:
+    """A home, a git workspace and an output directory with two cells, under one folder."""
+
+    root: Path
+    home: Path
+    workspace: Path
+    out: Path
+    run_dir: Path
+    other_run: Path
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Layout:
+    home = tmp_path / "home"
+    (home / ".agentcli").mkdir(parents=True)
+    (home / ".profile").write_text("profile\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("one\n")
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "init")
+    out = tmp_path / "out"
+    run_dir = out / "cells" / "c1" / "attempts" / "attempt-001" / "run"
+    other_run = out / "cells" / "c2" / "attempts" / "attempt-001" / "run"
+    run_dir.mkdir(parents=True)
+    other_run.mkdir(parents=True)
+    (other_run / "stdout.log").write_text("the other cell's answer\n")
+    return Layout(tmp_path, home, workspace, out, run_dir, other_run)
+
+
+def seat(**sandbox_fields: object) -> SeatSpec:
+    return SeatSpec(name="s", cli="exec:sh", sandbox=SandboxSpec(**sandbox_fields))  # type: ignore[arg-type]
+
+
+def run_in(
+    view: sandbox.View,
+    script: str,
+    tmp_path: Path,
+    *,
+    env: dict[str, str] | None = None,
+    stdin_text: str | None = None,
+    timeout: float = 60,
+    grace: float = 5,
+) -> tuple[proc.ProcResult, str, str]:
+    """Run `sh -c script` confined by `view` through proc.run: (result, stdout, stderr)."""
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    result = proc.run(
+        ["sh", "-c", script],
+        cwd=view.cwd,
+        env={**os.environ, "LC_ALL": "C", **(env or {})},
+        stdin_text=stdin_text,
+        timeout=timeout,
+        stdout_path=logs / "stdout",
+        stderr_path=logs / "stderr",
+        grace=grace,
+        confine=sandbox.confinement(view, AVAILABLE),
+    )
+    return result, (logs / "stdout").read_text(), (logs / "stderr").read_text()
+
+
+def read_only_view(layout: Layout, **extra: object) -> sandbox.View:
+    """A read-only seat in the workspace (as the runner builds it)."""
+    return sandbox.seat_view(
+        seat(readable=[str(layout.root)]),  # the fixture lives under /tmp: make it visible
+        cwd=layout.workspace,
+        run_dir=layout.run_dir,
+        env={"HOME": str(layout.home)},
+        state_paths=("~/.agentcli", "~/.not-there"),
+        out=layout.out,
+        workspace=layout.workspace,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+# -- building views (no bwrap needed) -------------------------------------------------
+
+
+def test_mounts_are_made_parents_first_and_the_deepest_entry_wins(layout: Layout) -> None:
+    view = sandbox.View(
+        cwd=layout.workspace,
+        writable=(layout.run_dir, layout.home),
+        readable=(layout.home / ".profile", layout.root),
+        hidden=(layout.out, layout.root / "missing"),
+    )
+    ordered, cwd = sandbox.mounts(view)
+    root = str(layout.root.resolve())
+    assert cwd == f"{root}/ws"
+    assert ordered == [
+        (root, "ro"),
+        (f"{root}/home", "rw"),
+        (f"{root}/out", "hide"),
+        (f"{root}/home/.profile", "ro"),
+        (f"{root}/out/cells/c1/attempts/attempt-001/run", "rw"),
+    ]
+
+
+def test_hidden_beats_writable_beats_readable_for_the_same_path(layout: Layout) -> None:
+    view = sandbox.View(
+        cwd=Path("/"),
+        writable=(layout.home, layout.run_dir),
+        readable=(layout.home, layout.run_dir, layout.workspace),
+        hidden=(layout.run_dir,),
+    )
+    kinds = dict(sandbox.mounts(view)[0])
+    root = str(layout.root.resolve())
+    assert kinds == {
+        f"{root}/home": "rw",
+        f"{root}/out/cells/c1/attempts/attempt-001/run": "hide",
+        f"{root}/ws": "ro",
+    }
+
+
+def test_the_folder_a_command_runs_in_is_made_visible_only_where_hidden(layout: Layout) -> None:
+    # under /tmp (the sandbox's own empty /tmp) the workspace must be bound back
+    view = sandbox.View(cwd=layout.workspace)
+    assert sandbox.mounts(view)[0] == [(str(layout.workspace.resolve()), "ro")]
+    # outside /tmp it is visible as it is, read-only like everything
+    assert sandbox.mounts(sandbox.View(cwd=Path(sys.prefix)))[0] == []
+
+
+def test_symlinked_paths_are_resolved(layout: Layout) -> None:
+    link = layout.root / "ws-link"
+    link.symlink_to(layout.workspace)
+    ordered, cwd = sandbox.mounts(sandbox.View(cwd=link, writable=(link,)))
+    assert cwd == str(layout.workspace.resolve())
+    assert ordered == [(str(layout.workspace.resolve()), "rw")]
+
+
+@pytest.mark.parametrize(
+    ("view", "message"),
+    [
+        (sandbox.View(cwd=Path("relative")), "cwd path must be absolute: 'relative'"),
+        (
+            sandbox.View(cwd=Path("/"), writable=(Path("rel/dir"),)),
+            "writable path must be absolute: 'rel/dir'",
+        ),
+        (
+            sandbox.View(cwd=Path("/"), readable=(Path("/proc/../"),)),
+            "readable path '/proc/..' cannot be bound: it is /",
+        ),
+        (
+            sandbox.View(cwd=Path("/nonexistent-folder")),
+            "cannot run in /nonexistent-folder: not a folder",
+        ),
+    ],
+)
+def test_views_that_cannot_be_built_are_refused(view: sandbox.View, message: str) -> None:
+    with pytest.raises(sandbox.SandboxError) as caught:
+        sandbox.mounts(view)
+    assert str(caught.value) == message
+
+
+def test_seat_paths_expand_home_and_the_roster_folder(layout: Layout) -> None:
+    spec = SeatSpec(
+        name="s",
+        cli="exec:sh",
+        roster_dir=str(layout.root),
+        sandbox=SandboxSpec(
+            writable=("~/.agentcli", "cache"), readable=("/etc",), hidden=("~/.profile",)
+        ),
+        network=False,
+    )
+    (layout.root / "cache").mkdir()
+    view = sandbox.seat_view(
+        spec,
+        cwd=layout.workspace,
+        run_dir=layout.run_dir,
+        env={"HOME": str(layout.home), "TMPDIR": "/var/tmp/elsewhere"},
+        state_paths=("~/.config/agentcli",),
+        out=layout.out,
+        workspace=layout.workspace,
+    )
+    assert view.writable == (
+        layout.home / ".config" / "agentcli",
+        layout.home / ".agentcli",
+        layout.root / "cache",
+        layout.run_dir,
+    )
+    assert view.readable == (Path("/etc"),)
+    assert view.hidden == (
+        layout.home / ".profile",
+        *map(Path, sandbox.HOST_CONTROL_SOCKETS),
+        layout.out,
+        layout.workspace / ".brigade" / "evals",
+    )
+    assert view.network is False
+    assert view.setenv == {"TMPDIR": "/tmp"}
+
+
+def test_a_failed_probe_names_the_reason() -> None:
+    cases = {
+        "bwrap: No permissions to create new namespace, likely because the kernel does not "
+        "allow non-privileged user namespaces.": "user namespaces are disabled",
+        "bwrap: setting up uid map: Permission denied": "AppArmor forbids",
+        "bwrap: Creating new namespace failed: nesting depth or "
+        "/proc/sys/user/max_*_namespaces exceeded (ENOSPC)": "no user namespaces left",
+        "bwrap: Creating new namespace failed: Operation not permitted": "without CAP_SYS_ADMIN",
+        "bwrap: Can't mount proc on /newroot/proc: Operation not permitted": "masked /proc",
+    }
+    for stderr, expected in cases.items():
+        why, raw = sandbox._reason(stderr + "\n", 1)
+        assert expected in why, stderr
+        assert raw == stderr
+    assert sandbox._reason("", 1) == (
+        "bwrap cannot start a sandbox here (exit status 1)",
+        "exit status 1",
+    )
+
+
+def test_probe_without_bwrap_on_path_says_how_to_install_it(tmp_path: Path) -> None:
+    code = "from brigade.run import sandbox; a = sandbox.probe(); print(a.ok); print(a.detail)"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(tmp_path)},
+        check=True,
+    )
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the probe says Linux is needed first")
+    assert done.stdout == f"False\nbwrap is not on PATH; {sandbox.INSTALL_HINT}\n"
+
+
+# -- read-only seats --------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_read_only_seat_cannot_change_the_workspace_its_parent_or_home(
+    layout: Layout, tmp_path: Path
+) -> None:
+    script = (
+        'echo x >> a.txt; echo x > new.txt; echo x > ../outside.txt; echo x > "$HOME/evil";'
+        ' echo x >> "$HOME/.profile"; echo ok > "$BRIGADE_RUN_DIR/seat.log";'
+        ' echo state > "$HOME/.agentcli/session"; echo done'
+    )
+    result, out, err = run_in(
+        read_only_view(layout),
+        script,
+        tmp_path,
+        env={"HOME": str(layout.home), "BRIGADE_RUN_DIR": str(layout.run_dir)},
+    )
+    assert (result.launched, result.exit_code) == (True, 0)
+    assert out == "done\n"
+    home = layout.home
+    assert err.splitlines() == [
+        "sh: 1: cannot create a.txt: Read-only file system",
+        "sh: 1: cannot create new.txt: Read-only file system",
+        "sh: 1: cannot create ../outside.txt: Read-only file system",
+        f"sh: 1: cannot create {home}/evil: Read-only file system",
+        f"sh: 1: cannot create {home}/.profile: Read-only file system",
+    ]
+    assert (layout.workspace / "a.txt").read_text() == "one\n"
+    assert sorted(os.listdir(layout.workspace)) == [".git", "a.txt"]
+    assert not (layout.root / "outside.txt").exists()
+    assert sorted(os.listdir(home)) == [".agentcli", ".profile"]
+    assert (home / ".profile").read_text() == "profile\n"
+    # its own run folder and its CLI's state stay writable
+    assert (layout.run_dir / "seat.log").read_text() == "ok\n"
+    assert (home / ".agentcli" / "session").read_text() == "state\n"
+
+
+@needs_bwrap
+def test_other_cells_and_results_are_not_visible(layout: Layout, tmp_path: Path) -> None:
+    script = (
+        f"ls -A {layout.out}; ls -A {layout.out}/cells; cat {layout.other_run}/stdout.log;"
+        f" mkdir {layout.out}/cells/c3"
+    )
+    result, out, err = run_in(read_only_view(layout), script, tmp_path)
+    assert result.exit_code == 1
+    assert out == "cells\nc1\n"
+    assert err.splitlines() == [
+        f"cat: {layout.other_run}/stdout.log: No such file or directory",
+        f"mkdir: cannot create directory '{layout.out}/cells/c3': Read-only file system",
+    ]
+
+
+@needs_bwrap
+def test_no_capabilities_no_sysctl_and_no_other_processes(layout: Layout, tmp_path: Path) -> None:
+    script = (
+        "grep CapEff /proc/self/status; mount -o remount,rw / 2>/dev/null || echo no-remount;"
+        " echo 10 2>/dev/null > /proc/sys/vm/swappiness || echo no-sysctl;"
+        f" test -e /proc/{os.getpid()}/environ && echo sees-brigade || echo alone"
+    )
+    result, out, _ = run_in(read_only_view(layout), script, tmp_path)
+    assert out == "CapEff:\t0000000000000000\nno-remount\nno-sysctl\nalone\n"
+    assert result.exit_code == 0
+
+
+@needs_bwrap
+def test_git_works_in_a_read_only_checkout(layout: Layout, tmp_path: Path) -> None:
+    result, out, err = run_in(
+        read_only_view(layout), "git status --porcelain; git log --format=%s", tmp_path
+    )
+    assert (result.exit_code, out, err) == (0, "init\n", "")
+
+
+# -- writable worktrees -----------------------------------------------------------------
+
+
+@pytest.fixture
+def worktree(layout: Layout) -> Iterator[sandbox.WorktreeGit]:
+    root = layout.root / "wt"
+    git(layout.workspace, "worktree", "add", "-q", "--detach", str(root), "HEAD")
+    with sandbox.worktree_git(root) as access:
+        yield access
+    assert not access.objects.exists()
+
+
+def writable_view(layout: Layout, access: sandbox.WorktreeGit) -> sandbox.View:
+    return sandbox.seat_view(
+        seat(readable=[str(layout.root)]),
+        cwd=access.root,
+        run_dir=layout.run_dir,
+        env={"HOME": str(layout.home)},
+        out=layout.out,
+        workspace=layout.workspace,
+        git=access,
+    )
+
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+}
+
+
+@needs_bwrap
+def test_writable_seat_writes_and_commits_in_its_worktree_only(
+    layout: Layout, worktree: sandbox.WorktreeGit, tmp_path: Path
+) -> None:
+    ws = layout.workspace
+    head = git(ws, "rev-parse", "HEAD").strip()
+    objects_before = sorted(p.name for p in (ws / ".git" / "objects").rglob("*"))
+    script = (
+        "echo two >> a.txt && echo n > n.txt && git add -A && git commit -qm agent"
+        " && git log --format=%s -1;"
+        f" echo x >> {ws}/a.txt; git -C {ws} update-ref refs/heads/evil HEAD 2>/dev/null"
+        " || echo no-ref;"
+        f" rm -f {ws}/.git/objects/*/* 2>/dev/null || echo no-delete;"
+        f" echo x > {layout.other_run}/stdout.log"
+    )
+    result, out, err = run_in(writable_view(layout, worktree), script, tmp_path, env=GIT_IDENTITY)
+    assert out == "agent\nno-ref\nno-delete\n"
+    assert err.splitlines() == [
+        f"sh: 1: cannot create {ws}/a.txt: Read-only file system",
+        f"sh: 1: cannot create {layout.other_run}/stdout.log: Directory nonexistent",
+    ]
+    assert result.exit_code == 2
+    # the main checkout, its refs and objects are untouched; the commit's objects
+    # went to the attempt's private folder, which git outside reads through an alternate
+    assert (ws / "a.txt").read_text() == "one\n"
+    assert git(ws, "rev-parse", "HEAD").strip() == head
+    assert "evil" not in git(ws, "branch", "--list")
+    assert sorted(p.name for p in (ws / ".git" / "objects").rglob("*")) == objects_before
+    assert (layout.other_run / "stdout.log").read_text() == "the other cell's answer\n"
+    outside = subprocess.run(
+        ["git", "log", "--format=%s", "-1"],
+        cwd=worktree.root,
+        env={**os.environ, **worktree.outside_env()},
+        capture_output=True,
+        text=True,
+    )
+    assert outside.stdout == "agent\n"
+
+
+@needs_bwrap
+def test_writable_seat_cannot_repoint_the_worktree_at_another_repository(
+    layout: Layout, worktree: sandbox.WorktreeGit, tmp_path: Path
+) -> None:
+    gitdir = worktree.git_dir
+    script = (
+        "echo 'gitdir: /tmp/evil' > .git; echo /tmp/evil > "
+        f"{gitdir}/commondir; echo /tmp/evil > {gitdir}/gitdir;"
+        f" printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > {gitdir}/config.worktree"
+    )
+    result, _, err = run_in(writable_view(layout, worktree), script, tmp_path)
+    assert [line.rsplit(": ", 1)[1] for line in err.splitlines()] == ["Read-only file system"] * 4
+    assert (worktree.root / ".git").read_text().startswith(f"gitdir: {layout.workspace}")
+    assert (gitdir / "commondir").read_text() == "../..\n"
+    assert (gitdir / "config.worktree").read_text() == ""
+    assert result.exit_code == 2
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_exit_status_stdin_and_environment_pass_through(layout: Layout, tmp_path: Path) -> None:
+    view = read_only_view(layout)
+    result, out, _ = run_in(
+        view,
+        'cat; echo "$BRIGADE_RUN_DIR $EXTRA"; exit 42',
+        tmp_path,
+        env={"BRIGADE_RUN_DIR": str(layout.run_dir), "EXTRA": "yes"},
+        stdin_text="the prompt\n",
+    )
+    assert (result.launched, result.exit_code, result.signal) == (True, 42, None)
+    assert out == f"the prompt\n{layout.run_dir} yes\n"
+    # a prompt too big for a pipe comes from a temporary file (hidden /tmp or not)
+    big = "x" * (proc.PIPE_PROMPT_BYTES * 2) + "\n"
+    result, out, _ = run_in(view, "cat", tmp_path, stdin_text=big)
+    assert (result.exit_code, out) == (0, big)
+
+
+@needs_bwrap
+def test_a_missing_program_is_a_launch_failure_as_without_the_sandbox(
+    layout: Layout, tmp_path: Path
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    confine = sandbox.confinement(read_only_view(layout), AVAILABLE)
+    results = [
+        proc.run(
+            ["no-such-agent-cli", "-p"],
+            cwd=layout.workspace,
+            env=dict(os.environ),
+            stdin_text=None,
+            timeout=30,
+            stdout_path=logs / "out",
+            stderr_path=logs / "err",
+            confine=confine_or_none,
+        )
+        for confine_or_none in (confine, None)
+    ]
+    assert [(r.launched, r.launch_error) for r in results] == [
+        (False, "cannot launch no-such-agent-cli: No such file or directory")
+    ] * 2
+
+
+@needs_bwrap
+def test_a_sandbox_that_cannot_start_its_command_is_a_launch_failure(tmp_path: Path) -> None:
+    # a folder bound into the sandbox vanished after the view was built
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    confine = sandbox.confinement(sandbox.View(cwd=tmp_path, writable=(gone,)), AVAILABLE)
+    gone.rmdir()
+    (tmp_path / "logs").mkdir()
+    result = proc.run(
+        ["sh", "-c", "exit 0"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        stdin_text=None,
+        timeout=30,
+        stdout_path=tmp_path / "logs" / "out",
+        stderr_path=tmp_path / "logs" / "err",
+        confine=confine,
+    )
+    assert (result.launched, result.exit_code) == (False, None)
+    assert result.launch_error == (
+        f"cannot launch sh in the sandbox: bwrap: Can't find source path {gone.resolve()}: "
+        "No such file or directory"
+    )
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes whose environment holds BRIGADE_RUN_DIR=marker."""
+    return [
+        pid for pid in proc._processes_with(f"\0BRIGADE_RUN_DIR={marker}".encode()) if alive(pid)
+    ]
+
+
+# an agent that ends gracefully on SIGTERM, with a TERM-ignoring child and a setsid escapee
+STUBBORN = (
+    "trap 'echo graceful > \"$BRIGADE_RUN_DIR/term.txt\"; exit 0' TERM;"
+    " sh -c 'trap \"\" TERM; sleep 1000' & setsid sh -c 'sleep 1001' &"
+    ' echo started > "$BRIGADE_RUN_DIR/started.txt"; while :; do sleep 0.05; done'
+)
+
+
+@needs_bwrap
+def test_timeout_stops_the_agent_gracefully_then_ends_everything(
+    layout: Layout, tmp_path: Path
+) -> None:
+    marker = str(layout.run_dir)
+    result, _, _ = run_in(
+        read_only_view(layout), STUBBORN, tmp_path, env={"BRIGADE_RUN_DIR": marker}, timeout=1
+    )
+    assert (result.launched, result.timed_out) == (True, True)
+    # the agent itself got SIGTERM (and the grace to write), not an instant kill
+    assert (layout.run_dir / "term.txt").read_text() == "graceful\n"
+    wait_for(lambda: marked_processes(marker) == [], what="sandbox gone")
+
+
+@needs_bwrap
+def test_stopping_brigade_stops_sandboxed_seats_gracefully(layout: Layout, tmp_path: Path) -> None:
+    marker = str(layout.run_dir)
+    outcome: list[BaseException | proc.ProcResult] = []
+
+    def seat() -> None:
+        try:
+            outcome.append(
+                run_in(read_only_view(layout), STUBBORN, tmp_path, env={"BRIGADE_RUN_DIR": marker})[
+                    0
+                ]
+            )
+        except proc.Interrupted as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=seat)
+    thread.start()
+    wait_for(lambda: (layout.run_dir / "started.txt").exists(), what="seat started")
+    try:
+        proc.terminate_all(grace=5)
+        thread.join(30)
+    finally:
+        proc.stopping.clear()
+    assert [type(o) for o in outcome] == [proc.Interrupted]
+    assert (layout.run_dir / "term.txt").read_text() == "graceful\n"
+    wait_for(lambda: marked_processes(marker) == [], what="sandbox gone")
+
+
+@needs_bwrap
+def test_what_a_seat_leaves_running_ends_with_it(layout: Layout, tmp_path: Path) -> None:
+    marker = str(layout.run_dir)
+    result, _, _ = run_in(
+        read_only_view(layout),
+        "setsid sleep 1000 & sleep 1001 & exit 0",
+        tmp_path,
+        env={"BRIGADE_RUN_DIR": marker},
+    )
+    assert result.exit_code == 0
+    wait_for(lambda: marked_processes(marker) == [], what="leftovers gone")
+
+
+@needs_bwrap
+def test_stragglers_of_a_killed_run_are_found_and_ended(layout: Layout, tmp_path: Path) -> None:
+    # the environment scan that ends a crashed run's seats sees inside the sandbox
+    marker = str(layout.run_dir)
+    confine = sandbox.confinement(read_only_view(layout), AVAILABLE)
+    seat = subprocess.Popen(
+        [*confine.prefix, "sh", "-c", 'setsid sleep 1000 & echo up > "$BRIGADE_RUN_DIR/up"; wait'],
+        env={**os.environ, "BRIGADE_RUN_DIR": marker},
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: (layout.run_dir / "up").exists(), what="seat started")
+        found = marked_processes(marker)
+        assert seat.pid in found and len(found) >= 4  # two bwrap, sh, sleep
+        ended = proc.end_stragglers("BRIGADE_RUN_DIR", str(layout.out) + "/")
+        assert set(found) <= set(ended)
+        seat.wait(30)
+        wait_for(lambda: marked_processes(marker) == [], what="stragglers gone")
+    finally:
+        if seat.poll() is None:
+            os.killpg(seat.pid, signal.SIGKILL)
+
+
+# -- network ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            connection.sendall(b"hello\n")
+            connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("network", "expected"), [(True, "hello\n"), (False, "refused\n")])
+def test_network_switch_blocks_a_local_listener(
+    layout: Layout, tmp_path: Path, listener: int, network: bool, expected: str
+) -> None:
+    client = (
+        "import socket\n"
+        "try:\n"
+        f"    s = socket.create_connection(('127.0.0.1', {listener}), timeout=10)\n"
+        "    print(s.recv(6).decode(), end='')\n"
+        "except ConnectionRefusedError:\n"
+        "    print('refused')\n"
+    )
+    view = read_only_view(layout)
+    view = sandbox.View(**{**view.__dict__, "network": network})
+    result, out, err = run_in(view, f'{sys.executable} -c "{client}"', tmp_path)
+    assert (result.exit_code, out, err) == (0, expected, "")
+
+
+@needs_bwrap
+def test_without_network_unix_sockets_under_run_are_hidden(layout: Layout, tmp_path: Path) -> None:
+    view = sandbox.View(**{**read_only_view(layout).__dict__, "network": False})
+    result, out, _ = run_in(view, "ls -A /run | wc -l", tmp_path)
+    assert (result.exit_code, out) == (0, "0\n")
+
+
+def test_commands_run_in_the_sandbox_over_a_worktree(layout: Layout, tmp_path: Path) -> None:
+    """What a grader running tests over a cell's worktree uses: that worktree writable, no more."""
+    root = layout.root / "wt"
+    git(layout.workspace, "worktree", "add", "-q", "--detach", str(root), "HEAD")
+    with sandbox.command_sandbox(root, worktree=root, readable=(layout.root,)) as box:
+        if not AVAILABLE.ok:
+            assert box.confine is None
+            assert box.decision.record()["applied"] == "none"
+            return
+        assert box.decision.record() == {
+            "applied": "sandbox",
+            "mode": "auto",
+            "network": "isolated",
+        }
+        assert box.confine is not None
+        result = proc.run(
+            [
+                "sh",
+                "-c",
+                f"echo ok > report.txt && git add -A && echo x > {layout.workspace}/a.txt",
+            ],
+            cwd=root,
+            env={**os.environ, "LC_ALL": "C"},
+            stdin_text=None,
+            timeout=60,
+            stdout_path=tmp_path / "cmd.out",
+            stderr_path=tmp_path / "cmd.err",
+            confine=box.confine,
+        )
+    assert (tmp_path / "cmd.err").read_text() == (
+        f"sh: 1: cannot create {layout.workspace}/a.txt: Read-only file system\n"
+    )
+    assert result.exit_code == 2
+    assert (root / "report.txt").read_text() == "ok\n"
+    assert (layout.workspace / "a.txt").read_text() == "one\n"
+
+
+def test_a_required_command_sandbox_that_cannot_run_raises(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "_probed", [sandbox.Availability(False, "no bwrap here")])
+    with pytest.raises(sandbox.SandboxError) as caught:
+        with sandbox.command_sandbox(layout.workspace, mode="required"):
+            pass
+    assert str(caught.value) == "the sandbox is required but cannot run here: no bwrap here"
+    with sandbox.command_sandbox(layout.workspace) as box:
+        assert box.confine is None
+        assert box.decision.record() == {
+            "applied": "none",
+            "mode": "auto",
+            "network": "host",
+            "unavailable": "no bwrap here",
+        }
+
+
+@needs_bwrap
+def test_a_hidden_unix_socket_cannot_be_reached(layout: Layout, tmp_path: Path) -> None:
+    # the sockets of container engines are hidden this way (a seat could run anything as root)
+    path = layout.root / "engine.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    client = (
+        "import socket\n"
+        "try:\n"
+        f"    socket.socket(socket.AF_UNIX).connect('{path}'); print('connected')\n"
+        "except OSError as exc:\n"
+        "    print(exc.strerror)\n"
+    )
+    try:
+        for hidden, expected in (((), "connected\n"), ((path,), "Connection refused\n")):
+            view = sandbox.View(cwd=layout.workspace, readable=(layout.root,), hidden=hidden)
+            result, out, _ = run_in(view, f'{sys.executable} -c "{client}"', tmp_path)
+            assert (result.exit_code, out) == (0, expected)
+    finally:
+        server.close()
