@@ -1,5 +1,6 @@
 """Per-cell overhead: brigade running 1,000 cells whose seat exits at once (`exec:true`),
-against the same command spawned 1,000 times by a bare Python loop.
+against the same command spawned 1,000 times by a bare Python loop; without the
+filesystem sandbox and, where it works, in it.
 
     .venv/bin/python benchmarks/bench_overhead.py [--cells 1000]
 """
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 
 from common import cpu_count, emit, run_argv, timed, write_inputs
+
+from brigade.run import sandbox
 
 
 def main() -> None:
@@ -39,12 +42,16 @@ def main() -> None:
         os.fsync(fd)
         os.close(fd)
     fsync_ms = (time.perf_counter() - start) / 200 * 1000
-    wall, code, _ = timed(run_argv(manifest, roster, out, workspace))
-    assert code == 1, code  # `true` prints nothing, so the "hello" grader rejects every cell
     print(f"{args.cells} cells with a seat that exits at once, serial, on {cpu_count()} cores")
     emit("bare loop spawning the seat", bare, "s", f"{bare / args.cells * 1000:.2f} ms per spawn")
-    emit("brigade run", wall, "s", f"{wall / args.cells * 1000:.2f} ms per cell")
-    emit("brigade overhead per cell", (wall - bare) / args.cells * 1000, "ms")
+    modes = ["off"] + (["required"] if sandbox.probe().ok else [])
+    for mode in modes:
+        shutil.rmtree(out, ignore_errors=True)
+        wall, code, _ = timed(run_argv(manifest, roster, out, workspace, "--sandbox", mode))
+        assert code == 1, code  # `true` prints nothing, so the "hello" grader rejects every cell
+        where = "in the sandbox" if mode == "required" else "without the sandbox"
+        emit(f"brigade run, {where}", wall, "s", f"{wall / args.cells * 1000:.2f} ms per cell")
+        emit(f"brigade overhead per cell, {where}", (wall - bare) / args.cells * 1000, "ms")
     emit("disk: create + fsync of one small file", fsync_ms, "ms", "(context: ~7 per cell)")
     shutil.rmtree(root, ignore_errors=True)
 

@@ -110,6 +110,9 @@ class Project:
         self.manifest.write_text(yaml.safe_dump(doc, sort_keys=False))
 
     def write_roster(self, seats: dict[str, Any] | None = None, **extra: Any) -> None:
+        # the fake agents report through files and pids outside any sandbox: tests not
+        # about the sandbox run without it (tests/test_sandbox.py turns it on)
+        extra.setdefault("sandbox", "off")
         doc = {
             "schema": "brigade.roster.v1",
             **extra,

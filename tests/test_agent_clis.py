@@ -166,8 +166,9 @@ def test_doctor(project: Project, fake_bin: Path) -> None:
     )
     assert everything.returncode == 1
     lines = everything.stdout.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[1].startswith("gone    MISSING  gemini")
+    assert lines[2].startswith("sandbox: ")  # whether it works here: tests/test_sandbox.py
 
 
 def test_read_only_warning_once_per_soft_or_none_seat(project: Project, fake_bin: Path) -> None:

@@ -285,6 +285,31 @@ BAD: dict[str, Bad] = {
         "roster.yaml: seats.worker.timeout_seconds: ",
         "greater than 0",
     ),
+    "seat sandbox mode": Bad(
+        {"roster.yaml": roster("{cli: claude, sandbox: sometimes}")},
+        "roster.yaml: seats.worker.sandbox: ",
+        "must be auto, required or off, or an object with mode, writable, readable, hidden",
+    ),
+    "seat sandbox paths": Bad(
+        {"roster.yaml": roster("{cli: claude, sandbox: {writable: ~/.cache}}")},
+        "roster.yaml: seats.worker.sandbox.writable: ",
+        "expected a list, got a string",
+    ),
+    "seat sandbox key": Bad(
+        {"roster.yaml": roster("{cli: claude, sandbox: {writeable: [a]}}")},
+        "roster.yaml: seats.worker.sandbox.writeable: ",
+        "unknown key (allowed: hidden, mode, readable, writable)",
+    ),
+    "seat network": Bad(
+        {"roster.yaml": roster("{cli: claude, network: offline}")},
+        "roster.yaml: seats.worker.network: ",
+        "expected a boolean, got a string",
+    ),
+    "roster sandbox mode": Bad(
+        {"roster.yaml": roster("{cli: claude}", "sandbox: maybe")},
+        "roster.yaml: sandbox: ",
+        "must be auto (sandbox when it works here), required (refuse to run without it) or off",
+    ),
     "roster timeout -1": Bad(
         {"roster.yaml": roster("{cli: claude}", "timeout_seconds: -1")},
         "roster.yaml: timeout_seconds: ",

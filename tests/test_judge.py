@@ -367,4 +367,6 @@ def test_doctor_checks_the_judge_seats_too(project: Project) -> None:
     done = project.brigade("doctor", str(project.manifest), "--roster", str(project.roster))
     assert done.returncode == 1
     lines = done.stdout.splitlines()
-    assert [line.split()[:2] for line in lines] == [["agent", "ok"], ["critic", "MISSING"]]
+    assert [line.split()[:2] for line in lines[:-1]] == [["agent", "ok"], ["critic", "MISSING"]]
+    # the last line says whether the filesystem sandbox works here
+    assert lines[-1].startswith(("sandbox: ok, ", "sandbox: UNAVAILABLE, "))

@@ -52,13 +52,16 @@ class Carried:
     def run(self, front: str) -> subprocess.CompletedProcess[str]:
         """Bring the plan up to date: no roster given (the workspace's roster.toml), the
         default output directory (the original tool's)."""
+        # the fake agents report outside any sandbox (a roster.toml cannot turn it off)
         if front == "doit":
             argv = [sys.executable, "-m", "doit", "-f", str(DODO)]
-            argv += [f"manifest={self.manifest}", f"workspace={self.workspace}"]
+            argv += [f"manifest={self.manifest}", f"workspace={self.workspace}", "sandbox=off"]
             return subprocess.run(
                 argv, capture_output=True, text=True, env=self.project.env(), timeout=120
             )
-        return self.brigade("run", str(self.manifest), "--workspace", str(self.workspace))
+        return self.brigade(
+            "run", str(self.manifest), "--workspace", str(self.workspace), "--sandbox", "off"
+        )
 
     def receipt(self, case: str) -> dict[str, Any]:
         return json.loads(self.cell_path(case, "cell.json").read_text())

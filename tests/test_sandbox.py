@@ -4,7 +4,9 @@ environment, timeouts, stop, leftovers). Skipped only where bwrap cannot run."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -13,9 +15,11 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import alive, git, wait_for
+from agents.fake_cli import install
+from conftest import FAKE_CLI, Project, alive, git, git_workspace, wait_for
 
 from brigade.core.specs import SandboxSpec, SeatSpec
 from brigade.run import proc, sandbox
@@ -679,6 +683,381 @@ def test_a_required_command_sandbox_that_cannot_run_raises(
             "network": "host",
             "unavailable": "no bwrap here",
         }
+
+
+# -- end to end: brigade run / doit with sandboxed seats ---------------------------------
+
+EXIT_STATUS = [{"type": "exit_status"}]
+
+
+def sandboxed_seat(project: Project, **fields: Any) -> dict[str, Any]:
+    """A fake-agent seat in the sandbox whose launch log (outside it) stays writable."""
+    project.log.touch()
+    box = dict(fields.pop("sandbox", {}))
+    box["writable"] = [str(project.log), *box.get("writable", [])]
+    return {"cli": FAKE_CLI, "sandbox": box, **fields}
+
+
+def marked_in(folder: Path) -> list[int]:
+    """Live processes started for a seat whose run folder is under `folder`."""
+    needle = f"\0BRIGADE_RUN_DIR={folder}/".encode()
+    return [pid for pid in proc._processes_with(needle) if alive(pid)]
+
+
+@needs_bwrap
+def test_read_only_seat_changes_nothing_and_its_failures_are_its_result(project: Project) -> None:
+    home = project.root / "home"
+    home.mkdir()
+    (home / "notes").write_text("mine\n")
+    (project.workspace / "a.txt").write_text("one\n")
+    project.write_roster(
+        {"agent": sandboxed_seat(project, env={"HOME": str(home)})}, sandbox="auto"
+    )
+    prompt = (
+        "try-write: a.txt=x\ntry-write: ../outside.txt=x\n"
+        f"try-write: {home}/notes=x\ntry-write: {home}/new=x\nanswer: tried"
+    )
+    project.write_manifest([{"id": "w", "prompt": prompt, "graders": EXIT_STATUS}])
+    done = project.run()
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ("brigade: 1 cell: execution_error 1 -> rejected (exit 1)\n")
+    receipt = project.receipt("w:agent:1")
+    assert (receipt["state"], receipt["exit_code"]) == ("execution_error", 1)
+    assert "failure_reason" not in receipt
+    assert receipt["enforcement"] == {"applied": "sandbox", "network": "host"}
+    exported = json.loads(
+        (project.out / "export" / "cells" / f"{receipt['cell_id']}.json").read_text()
+    )
+    assert exported["enforcement"] == receipt["enforcement"]
+    run_dir = Path(receipt["run_dir"])
+    assert (run_dir / "stderr.log").read_text().splitlines() == [
+        "try-write a.txt: Read-only file system",
+        "try-write ../outside.txt: Read-only file system",
+        f"try-write {home}/notes: Read-only file system",
+        f"try-write {home}/new: Read-only file system",
+    ]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["enforcement"] == {"applied": "sandbox", "mode": "auto", "network": "host"}
+    assert run["read_only_enforcement"] == "none"  # what the exec adapter does by itself
+    assert sorted(os.listdir(project.workspace)) == ["a.txt"]
+    assert (project.workspace / "a.txt").read_text() == "one\n"
+    assert not (project.root / "outside.txt").exists()
+    assert sorted(os.listdir(home)) == ["notes"]
+    assert (home / "notes").read_text() == "mine\n"
+    assert project.launches() == 1
+
+
+@needs_bwrap
+def test_writable_seat_writes_its_worktree_only(project: Project) -> None:
+    git_workspace(project)
+    project.write_roster({"agent": sandboxed_seat(project)}, sandbox="auto")
+    mode = {"execution": {"mode": "writable-worktree"}}
+    project.write_manifest([{"id": "first", "prompt": "answer: one"}], **mode)
+    assert project.run().returncode == 0
+    first = project.cell_dir("first:agent:1")
+    first_receipt = (first / "cell.json").read_text()
+    ws = project.workspace
+    prompt = (
+        "write: src/new.py=print(2)\n"
+        f"try-write: {ws}/README=x\ntry-write: {first}/cell.json=x\n"
+        f"list: {project.out}\nlist: {project.out}/cells\nanswer: done"
+    )
+    project.write_manifest(
+        [{"id": "first", "prompt": "answer: one"}, {"id": "probe", "prompt": prompt}], **mode
+    )
+    done = project.run()
+    assert done.returncode == 1, done.stderr
+    receipt = project.receipt("probe:agent:1")
+    run_dir = Path(receipt["run_dir"])
+    own = receipt["cell_id"]
+    assert (receipt["state"], receipt["exit_code"]) == ("execution_error", 1)
+    assert receipt["enforcement"] == {"applied": "sandbox", "network": "host"}
+    assert (run_dir / "final.txt").read_text() == f"cells\n{own}\ndone\n"
+    assert (run_dir / "stderr.log").read_text().splitlines() == [
+        f"try-write {ws}/README: Read-only file system",
+        f"try-write {first}/cell.json: No such file or directory",
+    ]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["changed_files"] == ["src/new.py"]
+    assert (run_dir / "changes" / "src" / "new.py").read_text() == "print(2)\n"
+    assert (ws / "README").read_text() == "readme\n"
+    assert not (ws / "src" / "new.py").exists()
+    assert (first / "cell.json").read_text() == first_receipt
+    assert git(ws, "status", "--porcelain") == ""
+
+
+@needs_bwrap
+def test_a_writable_seat_may_commit_and_its_changes_are_still_read(project: Project) -> None:
+    git_workspace(project)
+    project.write_roster(
+        {
+            "agent": {
+                "cli": "exec:sh -c 'echo 2 > src/b.py && git add -A && git commit -qm agent"
+                " && git log --format=%s -1'",
+                "env": GIT_IDENTITY,
+            }
+        },
+        sandbox="auto",
+    )
+    project.write_manifest(
+        [{"id": "c", "prompt": "x", "graders": EXIT_STATUS}],
+        execution={"mode": "writable-worktree"},
+    )
+    objects = sorted(p.name for p in (project.workspace / ".git" / "objects").rglob("*"))
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("c:agent:1")
+    assert (receipt["state"], receipt["enforcement"]["applied"]) == ("accepted", "sandbox")
+    assert (Path(receipt["run_dir"]) / "final.txt").read_text() == "agent\n"
+    # the commit's objects went to the attempt's own folder, now gone; the repository is as it was
+    assert sorted(p.name for p in (project.workspace / ".git" / "objects").rglob("*")) == objects
+    assert git(project.workspace, "worktree", "list").count("\n") == 1
+
+
+def test_required_sandbox_without_bwrap_refuses_to_start(project: Project, tmp_path: Path) -> None:
+    empty = tmp_path / "no-bwrap"
+    empty.mkdir()
+    project.write_roster({"agent": {"cli": FAKE_CLI}}, sandbox="required")
+    project.write_manifest([{"id": "c", "prompt": "x"}])
+    expected = (
+        "brigade: seat agent: sandbox: required, but the sandbox cannot run here: "
+        f"bwrap is not on PATH; {sandbox.INSTALL_HINT} (or run with --sandbox auto / doit "
+        "sandbox=auto)\n"
+    )
+    if not sys.platform.startswith("linux"):
+        pytest.skip("elsewhere the reason is the platform")
+    for done in (project.doit(PATH=str(empty)), project.run(PATH=str(empty))):
+        assert (done.returncode, done.stderr) == (2, expected)
+    assert project.launches() == 0
+    assert not (project.out / "cells").exists()
+    # --sandbox overrides the roster either way
+    project.write_roster({"agent": {"cli": FAKE_CLI}}, sandbox="off")
+    done = project.run("--sandbox", "required", PATH=str(empty))
+    assert (done.returncode, done.stderr) == (2, expected)
+    done = project.doit("sandbox=required", PATH=str(empty))
+    assert (done.returncode, done.stderr) == (2, expected)
+    assert project.launches() == 0
+
+
+def test_auto_without_bwrap_runs_as_before_with_its_warning(
+    project: Project, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-bwrap"
+    empty.mkdir()
+    project.write_roster({"agent": {"cli": FAKE_CLI, "network": False}}, sandbox="auto")
+    project.write_manifest([{"id": "c", "prompt": "answer: hi", "graders": EXIT_STATUS}])
+    done = project.run(PATH=str(empty))
+    assert done.returncode == 0, done.stderr
+    why = f"the sandbox cannot run here (bwrap is not on PATH; {sandbox.INSTALL_HINT})"
+    assert done.stderr.splitlines()[:2] == [
+        f"brigade: seat agent: read-only run, but {why} and the exec adapter cannot enforce it; "
+        "the seat may still change the workspace",
+        f"brigade: seat agent: network: false, but {why}; the seat can still use the network",
+    ]
+    receipt = project.receipt("c:agent:1")
+    assert (receipt["state"], receipt["enforcement"]) == (
+        "accepted",
+        {"applied": "none", "network": "host"},
+    )
+    run = json.loads((Path(receipt["run_dir"]) / "run.json").read_text())
+    assert run["enforcement"] == {
+        "applied": "none",
+        "mode": "auto",
+        "network": "host",
+        "unavailable": f"bwrap is not on PATH; {sandbox.INSTALL_HINT}",
+    }
+
+
+@needs_bwrap
+def test_no_warning_when_the_sandbox_enforces_read_only(project: Project) -> None:
+    project.write_roster({"agent": sandboxed_seat(project)}, sandbox="auto")
+    project.write_manifest([{"id": "c", "prompt": "answer: hi"}])
+    done = project.run()
+    assert (done.returncode, done.stderr) == (0, "brigade: 1 cell: unscored 1 -> clean (exit 0)\n")
+
+
+@needs_bwrap
+def test_a_seat_keeps_its_cli_state_folder(project: Project, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".agentcli").mkdir(parents=True)
+    (home / ".claude").mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    install(bin_dir, "claude")
+    project.write_roster(
+        {
+            # a roster-listed state folder of a generic command
+            "agent": sandboxed_seat(
+                project, env={"HOME": str(home)}, sandbox={"writable": ["~/.agentcli"]}
+            ),
+            # a built-in adapter's own state folder (~/.claude); the fake logs beside itself
+            "claude": {
+                "cli": "claude",
+                "env": {"HOME": str(home)},
+                "sandbox": {"writable": [str(bin_dir)]},
+            },
+        },
+        sandbox="auto",
+    )
+    prompt = f"write: {home}/.agentcli/session=kept\nanswer: hi"
+    project.write_manifest(
+        [{"id": "c", "prompt": prompt, "graders": EXIT_STATUS}], seats=("agent", "claude")
+    )
+    done = project.run(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", FAKE_CLI_STATE="1")
+    assert done.returncode == 0, done.stderr
+    assert {
+        c: (r["state"], r["enforcement"]["applied"]) for c, r in project.receipts().items()
+    } == {
+        "c:agent:1": ("accepted", "sandbox"),
+        "c:claude:1": ("accepted", "sandbox"),
+    }
+    assert (home / ".agentcli" / "session").read_text() == "kept\n"
+    sessions = (home / ".claude" / "fake-sessions.jsonl").read_text().splitlines()
+    assert len(sessions) == 1
+
+
+@needs_bwrap
+def test_network_false_blocks_a_local_listener(project: Project, listener: int) -> None:
+    project.write_roster(
+        {
+            "offline": sandboxed_seat(project, network=False),
+            "online": sandboxed_seat(project),
+        },
+        sandbox="auto",
+    )
+    project.write_manifest(
+        [{"id": "c", "prompt": f"connect: 127.0.0.1:{listener}\nanswer: end"}],
+        seats=("offline", "online"),
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    receipts = project.receipts()
+    finals = {c: (Path(r["run_dir"]) / "final.txt").read_text() for c, r in receipts.items()}
+    assert finals == {
+        "c:offline:1": f"connect 127.0.0.1:{listener}: Connection refused\nend\n",
+        "c:online:1": "hello\nend\n",
+    }
+    assert {c: r["enforcement"] for c, r in receipts.items()} == {
+        "c:offline:1": {"applied": "sandbox", "network": "isolated"},
+        "c:online:1": {"applied": "sandbox", "network": "host"},
+    }
+
+
+@needs_bwrap
+def test_timeout_ends_the_sandboxed_seat_and_all_it_started(project: Project) -> None:
+    project.write_roster({"agent": sandboxed_seat(project, timeout_seconds=1)}, sandbox="auto")
+    project.write_manifest([{"id": "c", "prompt": "spawn: 120\nsleep: 120"}])
+    done = project.run()
+    assert done.returncode == 3, done.stderr
+    receipt = project.receipt("c:agent:1")
+    assert (receipt["state"], receipt["failure_reason"]) == ("execution_error", "timeout")
+    assert marked_in(project.out) == []
+
+
+@needs_bwrap
+def test_sigterm_stops_sandboxed_seats_and_leaves_cells_running(
+    project: Project, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    project.write_roster({"agent": sandboxed_seat(project)}, sandbox="auto")
+    project.write_manifest(
+        [{"id": f"s{i}", "prompt": f"spawn: 120\nblock: {release}\nanswer: done"} for i in range(2)]
+    )
+    run = project.doit_popen("-n", "2")
+    wait_for(lambda: project.launches() == 2 and len(marked_in(project.out)) >= 8)
+    started = {c: r["started_at"] for c, r in project.receipts().items()}
+    os.kill(run.pid, signal.SIGTERM)
+    run.wait(timeout=30)
+    assert run.returncode == 128 + signal.SIGTERM
+    wait_for(lambda: marked_in(project.out) == [], timeout=10)
+    assert set(project.states().values()) == {"running"}
+    release.touch()
+    assert project.doit().returncode == 0
+    assert {
+        c: (r["state"], r["attempt"], r["started_at"]) for c, r in project.receipts().items()
+    } == {c: ("unscored", 2, at) for c, at in started.items()}
+
+
+@needs_bwrap
+def test_a_killed_run_leaves_no_sandboxed_seat_behind(project: Project, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    project.write_roster({"agent": sandboxed_seat(project)}, sandbox="auto")
+    project.write_manifest([{"id": "c", "prompt": f"spawn: 120\nblock: {release}\nanswer: done"}])
+    run = project.doit_popen()
+    wait_for(lambda: project.launches() == 1 and len(marked_in(project.out)) >= 4)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait(timeout=30)
+    # the sandbox dies with the run that started it: nothing is left to clean up
+    wait_for(lambda: marked_in(project.out) == [], timeout=10)
+    release.touch()
+    done = project.doit()
+    assert done.returncode == 0, done.stderr
+    assert "left running" not in done.stderr
+    receipt = project.receipt("c:agent:1")
+    assert (receipt["state"], receipt["attempt"]) == ("unscored", 2)
+
+
+@needs_bwrap
+def test_the_sandbox_is_not_part_of_any_identity(project: Project, tmp_path: Path) -> None:
+    project.write_roster({"agent": sandboxed_seat(project)}, sandbox="off")
+    project.write_manifest([{"id": "c", "prompt": "answer: hi"}])
+    assert project.run().returncode == 0
+    ids = [cell["cell_id"] for cell in project.plan()["cells"]]
+    project.write_roster(
+        {"agent": sandboxed_seat(project, network=False, sandbox={"mode": "required"})}
+    )
+    again = project.run()
+    assert (again.returncode, project.launches()) == (0, 1)
+    assert [cell["cell_id"] for cell in project.plan()["cells"]] == ids
+    # a no-op never probes for the sandbox: a required one missing here refuses nothing
+    empty = tmp_path / "no-bwrap"
+    empty.mkdir()
+    noop = project.run("--sandbox", "required", PATH=str(empty))
+    assert (noop.returncode, noop.stderr) == (0, "brigade: 1 cell: unscored 1 -> clean (exit 0)\n")
+
+
+def test_doctor_says_whether_the_sandbox_works(project: Project, tmp_path: Path) -> None:
+    project.write_roster(
+        {
+            "plain": {"cli": FAKE_CLI},
+            "strict": {"cli": FAKE_CLI, "sandbox": "required", "network": False},
+        },
+        sandbox="auto",
+    )
+    empty = tmp_path / "no-bwrap"
+    empty.mkdir()
+    done = project.brigade("doctor", "--roster", str(project.roster), PATH=str(empty))
+    python = sys.executable
+    assert done.stdout.splitlines() == [
+        f"plain   ok       {python}  (version unknown; read-only: none; sandbox: auto)",
+        f"strict  REFUSED  {python}  (version unknown; read-only: none; sandbox: required; "
+        "network: NOT isolated)",
+        f"sandbox: UNAVAILABLE, bwrap is not on PATH; {sandbox.INSTALL_HINT}; seats run with "
+        "only their CLI's own limits",
+    ]
+    assert done.returncode == 1
+    if not AVAILABLE.ok:
+        return
+    done = project.brigade("doctor", "--roster", str(project.roster))
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert lines[1] == (
+        f"strict  ok       {python}  (version unknown; read-only: sandbox; sandbox: required; "
+        "network: isolated)"
+    )
+    assert re.fullmatch(r"sandbox: ok, bubblewrap \S+ at /\S+/bwrap \(\d+ ms to start\)", lines[2])
+
+
+def test_a_cli_override_reaches_the_seat_job() -> None:
+    from brigade.core.plan import Cell
+    from brigade.run.seat import seat_job
+
+    spec = SeatSpec(name="s", cli="exec:x", sandbox=SandboxSpec(writable=("/a",)))
+    cell = Cell("0" * 64, "c:s:1", "c", "p", spec, 1, (), "read-only", "k")
+    assert seat_job(cell, 1).seat.sandbox.mode == "auto"
+    job = seat_job(cell, 1, sandbox_mode="off")
+    assert job.seat.sandbox == SandboxSpec(mode="off", writable=("/a",))
+    assert job.seat.identity() == spec.identity()
 
 
 @needs_bwrap

@@ -80,6 +80,7 @@ class AiderAdapter(AgentCli):
 
     name = "aider"
     binary = "aider"
+    state_paths = ("~/.aider",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

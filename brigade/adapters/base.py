@@ -103,6 +103,11 @@ class Adapter(Protocol):
 
     name: str
 
+    @property
+    def state_paths(self) -> tuple[str, ...]:
+        """Where the CLI keeps its login and state (`~`: the seat's home); writable in a sandbox."""
+        ...
+
     def invocation(self, request: SeatRequest) -> Invocation:
         """The command, stdin and environment for this seat and prompt."""
         ...

@@ -56,6 +56,8 @@ class ClaudeAdapter(AgentCli):
 
     name = "claude"
     binary = "claude"
+    # ~/.claude.json is a file: the sandbox lets it be rewritten in place, not replaced
+    state_paths = ("~/.claude", "~/.claude.json")
     # Every built-in tool that can change files; Bash goes too because a shell
     # can write anywhere. Deny rules beat allow rules and permission modes.
     read_only_denied = "Bash,Edit,MultiEdit,Write,NotebookEdit"

@@ -49,6 +49,7 @@ class CodexAdapter(AgentCli):
 
     name = "codex"
     binary = "codex"
+    state_paths = ("~/.codex",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         if request.seat.codex_transport == "app-server":

@@ -461,6 +461,7 @@ class AgentCli:
 
     name: str
     binary: str
+    state_paths: tuple[str, ...] = ()
 
     def invocation(self, request: SeatRequest) -> Invocation:
         """The command, stdin and environment for this seat and prompt."""

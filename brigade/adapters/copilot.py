@@ -49,6 +49,7 @@ class CopilotAdapter(AgentCli):
 
     name = "copilot"
     binary = "copilot"
+    state_paths = ("~/.copilot",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

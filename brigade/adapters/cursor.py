@@ -36,6 +36,7 @@ class CursorAdapter(AgentCli):
 
     name = "cursor"
     binary = "cursor-agent"
+    state_paths = ("~/.cursor", "~/.config/cursor")
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

@@ -34,6 +34,7 @@ class ExecAdapter:
     """
 
     name = "exec"
+    state_paths: tuple[str, ...] = ()  # a generic command: the seat's roster lists its own
 
     def __init__(self, command_line: str) -> None:
         try:

@@ -86,6 +86,7 @@ class GeminiAdapter(AgentCli):
 
     name = "gemini"
     binary = "gemini"
+    state_paths = ("~/.gemini",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         # With folder trust enabled, an untrusted folder silently drops yolo back
@@ -269,6 +270,7 @@ class QwenAdapter(AgentCli):
 
     name = "qwen"
     binary = "qwen"
+    state_paths = ("~/.qwen",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         # json (not stream-json): only its result carries the per-model stats,

@@ -82,6 +82,7 @@ class GooseAdapter(AgentCli):
 
     name = "goose"
     binary = "goose"
+    state_paths = ("~/.config/goose", "~/.local/share/goose", "~/.local/state/goose")
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

@@ -37,6 +37,7 @@ class OllamaAdapter(AgentCli):
 
     name = "ollama"
     binary = "ollama"
+    state_paths = ("~/.ollama",)
 
     def __init__(self, model: str) -> None:
         model = model.strip()

@@ -51,6 +51,12 @@ class OpencodeAdapter(AgentCli):
 
     name = "opencode"
     binary = "opencode"
+    state_paths = (
+        "~/.config/opencode",
+        "~/.local/share/opencode",
+        "~/.local/state/opencode",
+        "~/.cache/opencode",
+    )
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

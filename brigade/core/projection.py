@@ -524,6 +524,7 @@ RECEIPT_ROLES: Roles = {
             "usage",
             "attempts_usage",
             "cli_version",
+            "enforcement",
         ),
         NAME,
     ),

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from brigade import __version__
 from brigade.core.plan import Plan, expand, plan_from_document
 from brigade.core.receipts import views_of
+from brigade.core.specs import SANDBOX_MODES
 from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, GRADEABLE
 from brigade.errors import BrigadeError, InputError
 from brigade.front.session import Options, grader_warnings, load_inputs, lock_output, plan_only
@@ -107,6 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_backoff=args.retry_backoff,
         retry_timeouts=args.retry_timeouts,
         max_cost=args.max_cost,
+        sandbox=args.sandbox,
     )
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
     # hold the lock before scanning, so the scan sees a quiet output directory
@@ -403,11 +405,13 @@ def _plan_workspace(plan: Plan) -> Path:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check each seat can launch here: its program on PATH and its version.
+    """Check each seat can launch here: its program on PATH, its version, its confinement.
 
     With a manifest, checks the manifest's seats and the seats its judge graders
-    name; with only --roster, every seat of the roster. One line per seat; exit 1
-    when a seat cannot launch.
+    name; with only --roster, every seat of the roster. One line per seat, then
+    whether the filesystem sandbox works here (and why not); exit 1 when a seat
+    cannot launch (its program is missing, or it requires the sandbox and the
+    sandbox cannot run).
     """
     from brigade.core.plan import judge_seat_names
     from brigade.inputs.roster import load_roster
@@ -426,15 +430,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     checks = [check_seat(roster.seats[name], workspace) for name in names]
     width = max(len(c.seat) for c in checks)
     for check in checks:
-        if check.ok:
-            version = check.version or "version unknown"
-            print(
-                f"{check.seat:<{width}}  ok       {check.executable}  ({version}; "
-                f"read-only: {check.read_only_enforcement})"
-            )
-        else:
+        if check.executable is None:
             print(f"{check.seat:<{width}}  MISSING  {check.program}: not found (cli {check.cli})")
+            continue
+        version = check.version or "version unknown"
+        confined = "sandbox" if check.sandboxed else check.read_only_enforcement
+        network = (
+            ""
+            if check.network
+            else "; network: " + ("isolated" if check.sandboxed else "NOT isolated")
+        )
+        status = "REFUSED" if check.refused else "ok     "
+        print(
+            f"{check.seat:<{width}}  {status}  {check.executable}  ({version}; "
+            f"read-only: {confined}; sandbox: {check.sandbox_mode}{network})"
+        )
+    print(sandbox_line())
     return 0 if all(c.ok for c in checks) else 1
+
+
+def sandbox_line() -> str:
+    """`brigade doctor`'s line on the filesystem sandbox: what runs it, or why it cannot."""
+    from brigade.run import sandbox
+
+    found = sandbox.availability()
+    if found.ok:
+        return f"sandbox: ok, {found.detail}"
+    raw = f" [{found.raw}]" if found.raw and found.raw not in found.detail else ""
+    return f"sandbox: UNAVAILABLE, {found.detail}{raw}; seats run with only their CLI's own limits"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -519,6 +542,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler",
         metavar="ADDRESS",
         help="the Dask scheduler, e.g. tcp://host:8786 (default: the roster's executor.scheduler)",
+    )
+    sub.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        help="every seat's filesystem sandbox: auto (when it works here), required (refuse to "
+        "run without it) or off (default: each seat's `sandbox`, else the roster's, else auto)",
     )
 
     sub = command("regrade", cmd_regrade)

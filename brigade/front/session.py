@@ -21,14 +21,22 @@ from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView, view_of
-from brigade.core.specs import ExecutorKind, ExecutorSpec, Manifest, RetryPolicy, Roster, SeatSpec
+from brigade.core.specs import (
+    ExecutorKind,
+    ExecutorSpec,
+    Manifest,
+    RetryPolicy,
+    Roster,
+    SandboxMode,
+    SeatSpec,
+)
 from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
 from brigade.errors import InputError
 from brigade.inputs import loading
 from brigade.outdir import caches, lock, store
 from brigade.outdir.planfile import plan_against_disk
 from brigade.run import graders
-from brigade.run.doctor import read_only_warnings
+from brigade.run.doctor import confinement_notes
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
 
 if TYPE_CHECKING:
@@ -55,6 +63,7 @@ class Options:
     retry_backoff: float | None = None  # --retry-backoff B (doit: retry_backoff=B)
     retry_timeouts: bool = False  # --retry-timeouts (doit: retry_timeouts=1)
     max_cost: float | None = None  # --max-cost USD (doit: max_cost=USD); None: the roster's
+    sandbox: SandboxMode | None = None  # every seat's sandbox mode (None: each seat's own)
 
     def __post_init__(self) -> None:
         if self.max_cost is not None and not (0 < self.max_cost < math.inf):
@@ -116,6 +125,7 @@ class Session:
     receipt_index: caches.Sidecar | None = None
     output_index: caches.Sidecar | None = None
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
+    launching: dict[str, SeatSpec] = field(default_factory=dict)  # seats with a cell to run
     cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
 
 
@@ -316,6 +326,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         roster_dir=str(roster.path.resolve().parent),
         command_timeout=roster.command_timeout_seconds,
         prices=plan.prices,
+        sandbox=options.sandbox,
     )
     session = Session(
         options=options,
@@ -333,9 +344,6 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         warnings=grader_warnings(manifest, roster),
         executor=executor,
     )
-    if manifest.execution_mode == "read-only":
-        seats = [roster.seats[name] for name in manifest.seats]
-        session.warnings.extend(read_only_warnings(seats, workspace))
     scan(session)
     if executor.kind == "dask" and executor.scheduler:
         from brigade.run.cluster import DaskExecutor
@@ -351,6 +359,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
             workspace,
             to_run,
             manifest.execution_mode == "writable-worktree",
+            sandbox=options.sandbox,
         )
     return session
 
@@ -389,6 +398,27 @@ def build_scheduler(session: Session) -> Scheduler:
 
         Budget(cap, ctx.prices, scheduler)  # it watches what the scheduler records
     return scheduler
+
+
+def confinement_check(session: Session) -> list[str]:
+    """Before anything runs: how the seats about to launch are confined (one line a warning).
+
+    Nothing is probed when no seat will launch (a no-op resume); a seat whose
+    sandbox is required but cannot run here refuses the run (EnvironmentProblem).
+    """
+    if session.options.always:
+        seats = [session.roster.seats[name] for name in session.manifest.seats]
+    else:
+        seats = list(session.launching.values())
+    if not seats:
+        return []
+    return confinement_notes(
+        seats,
+        session.workspace,
+        read_only=session.manifest.execution_mode == "read-only",
+        override=session.options.sandbox,
+        local=session.executor.kind == "local",
+    )
 
 
 _FAULTED = frozenset({"adapter_error", "execution_error"})
@@ -437,6 +467,8 @@ def scan(session: Session) -> None:
         ):
             session.reuse[cell.cell_id] = source
             session.actions[cell.cell_id] = "reuse"
+        else:
+            session.launching.setdefault(cell.seat.name, cell.seat)
 
 
 def read_receipt_indexed(

@@ -22,7 +22,7 @@ from doit.exceptions import TaskFailed
 
 from brigade.core.plan import Cell, Plan
 from brigade.core.receipts import ReceiptView
-from brigade.core.specs import ExecutorKind
+from brigade.core.specs import SANDBOX_MODES, ExecutorKind, SandboxMode
 from brigade.core.taxonomy import Action
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front.reporter import REFUSED, RunInfo, make_reporter
@@ -30,6 +30,7 @@ from brigade.front.session import (
     Options,
     Session,
     build_scheduler,
+    confinement_check,
     indexes_changed,
     load_inputs,
     lock_output,
@@ -128,15 +129,23 @@ def run_info(session: Session) -> RunInfo:
             f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier manifest "
             "(kept on disk, not counted; listed in plan.json stale_cells)"
         )
-    return RunInfo(
+    info = RunInfo(
         out=session.out,
         plan=session.plan,
         total=len(session.plan.cells),
         wait=session.options.wait,
         notes=notes,
-        start=session.cluster.start if session.cluster is not None else None,
         kept_faults=0 if session.options.always else session.kept_faults,
     )
+
+    def start() -> None:
+        # before anything is written: a required sandbox that cannot run refuses the run
+        info.notes.extend(confinement_check(session))
+        if session.cluster is not None:
+            session.cluster.start()
+
+    info.start = start
+    return info
 
 
 @dataclass(frozen=True)
@@ -450,6 +459,7 @@ DOIT_VARIABLES = (
     "retry_backoff",
     "retry_timeouts",
     "max_cost",
+    "sandbox",
 )
 EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
 DEFAULT_MANIFEST = "manifests/demo.yaml"
@@ -490,6 +500,7 @@ def options_from_variables(variables: dict[str, str]) -> Options:
         retry_backoff=_number("retry_backoff", variables.get("retry_backoff"), float),
         retry_timeouts=_flag("retry_timeouts", variables.get("retry_timeouts", "0")),
         max_cost=_number("max_cost", variables.get("max_cost"), float, "a number of US dollars"),
+        sandbox=_sandbox(variables.get("sandbox")),
     )
 
 
@@ -513,6 +524,15 @@ def _executor(value: str | None) -> ExecutorKind | None:
         if value.strip().lower() == kind:
             return kind
     raise BrigadeError(f"doit variable executor={value!r}: use local or dask")
+
+
+def _sandbox(value: str | None) -> SandboxMode | None:
+    if not value:
+        return None
+    for mode in SANDBOX_MODES:
+        if value.strip().lower() == mode:
+            return mode
+    raise BrigadeError(f"doit variable sandbox={value!r}: use auto, required or off")
 
 
 def _doit_execute() -> dict[str, Any]:

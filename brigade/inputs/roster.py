@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from brigade.core.jsonpath import format_path
 from brigade.core.specs import (
     DEFAULT_BACKOFF_SECONDS,
     DEFAULT_CODEX_TRANSPORT,
     DEFAULT_COMMAND_TIMEOUT_SECONDS,
+    DEFAULT_SANDBOX_MODE,
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_TRANSPORT,
     ExecutorSpec,
     RetryPolicy,
     Roster,
+    SandboxMode,
+    SandboxSpec,
     SeatSpec,
 )
 from brigade.core.usage import price_from_document
@@ -68,6 +71,7 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
     roster_dir = str(path.resolve().parent)
     limits = {name: int(cap) for name, cap in (doc.get("limits") or {}).items()}
     default_retry = doc.get("retry") or {}
+    default_sandbox = doc.get("sandbox", DEFAULT_SANDBOX_MODE)
     seats: dict[str, SeatSpec] = {}
     for name, raw in doc["seats"].items():
         problem = check_cli(raw["cli"])
@@ -96,6 +100,8 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             max_concurrency=raw.get("max_concurrency"),
             limit=limit,
             retry=retry_policy({**default_retry, **(raw.get("retry") or {})}),
+            sandbox=_sandbox(raw.get("sandbox"), default_sandbox),
+            network=raw.get("network", True),
         )
     raw_executor = doc.get("executor")
     return Roster(
@@ -184,4 +190,18 @@ def roster_from_toml(doc: Any, path: Path, label: str, *, validated: bool = Fals
         codex_transport=codex_transport,
         timeout_seconds=default_timeout,
         unusable=unusable,
+    )
+
+
+def _sandbox(raw: Any, default_mode: Any) -> SandboxSpec:
+    """A seat's `sandbox` (a mode, or an object with the mode and extra paths)."""
+    if raw is None:
+        return SandboxSpec(mode=default_mode)
+    if isinstance(raw, str):
+        return SandboxSpec(mode=cast(SandboxMode, raw))  # the schema allows modes only
+    return SandboxSpec(
+        mode=raw.get("mode", default_mode),
+        writable=tuple(raw.get("writable", ())),
+        readable=tuple(raw.get("readable", ())),
+        hidden=tuple(raw.get("hidden", ())),
     )

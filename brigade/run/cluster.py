@@ -32,7 +32,7 @@ from typing import Any
 
 from brigade.adapters import adapter_for
 from brigade.core.plan import Cell
-from brigade.core.specs import SeatSpec
+from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import proc, worktree
@@ -92,8 +92,10 @@ class DaskExecutor:
         workspace: Path,
         seats: Mapping[str, SeatSpec],
         writable: bool,
+        sandbox: SandboxMode | None = None,
     ) -> None:
         self.address = address
+        self.sandbox = sandbox  # --sandbox: every seat's sandbox mode on the workers
         self.out = out
         self.workspace = workspace
         self.seats = dict(seats)  # seats with cells to run at load time
@@ -183,13 +185,15 @@ class DaskExecutor:
                 "the dask executor cannot run under doit -P process (its tasks are tracked in "
                 "the main process); drop -P process: the cluster runs the seats in parallel"
             )
-        pending = _Pending(cell, attempt, seat_job(cell, attempt, self.head), record)
+        pending = _Pending(cell, attempt, seat_job(cell, attempt, self.head, self.sandbox), record)
         key = f"{TASK_PREFIX}-{cell.cell_id[:16]}-{attempt}-{uuid.uuid4().hex[:8]}"
         try:
             if cell.seat.name not in self._checked:
                 # a cell that needs a run only now (its reuse source went bad) connects late
                 self._connect({cell.seat.name: cell.seat})
-                pending = dataclasses.replace(pending, job=seat_job(cell, attempt, self.head))
+                pending = dataclasses.replace(
+                    pending, job=seat_job(cell, attempt, self.head, self.sandbox)
+                )
             future = self.client.submit(
                 run_on_worker,
                 pending.job,

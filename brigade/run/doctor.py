@@ -1,4 +1,5 @@
-"""Which seats can launch here: the executable each seat resolves to and its version."""
+"""Which seats can launch here: the executable each seat resolves to, its version, and how
+it is confined (the sandbox, or only what its CLI enforces itself)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 from brigade.adapters import adapter_for
 from brigade.adapters.base import Adapter, SeatRequest
-from brigade.core.specs import SeatSpec
+from brigade.core.specs import SandboxMode, SeatSpec
+from brigade.errors import EnvironmentProblem
+from brigade.run import sandbox
 from brigade.run.proc import capture, resolve_executable
 
 _versions: dict[tuple[str, ...], str | None] = {}
@@ -27,11 +30,19 @@ class SeatCheck:
     executable: str | None
     version: str | None
     read_only_enforcement: str
+    sandbox_mode: SandboxMode = "auto"
+    network: bool = True
+    sandboxed: bool = False  # the sandbox works here and the seat uses it
+
+    @property
+    def refused(self) -> bool:
+        """Whether the seat requires the sandbox and it cannot run here."""
+        return self.sandbox_mode == "required" and not self.sandboxed
 
     @property
     def ok(self) -> bool:
-        """Whether the seat's program was found."""
-        return self.executable is not None
+        """Whether the seat can run: its program was found (and a required sandbox works)."""
+        return self.executable is not None and not self.refused
 
 
 def probe_request(seat: SeatSpec, workspace: Path, writable: bool = False) -> SeatRequest:
@@ -65,12 +76,14 @@ def executable_version(adapter: Adapter, seat: SeatSpec, executable: str | None)
 
 
 def check_seat(seat: SeatSpec, workspace: Path) -> SeatCheck:
-    """Resolve a seat's program on PATH (or relative to the workspace) and ask its version."""
+    """Resolve a seat's program on PATH (or relative to the workspace), ask its version,
+    and say whether it runs in the sandbox here."""
     adapter = adapter_for(seat.cli)
     invocation = adapter.invocation(probe_request(seat, workspace))
     env = {**os.environ, **seat.env}
     program = invocation.argv[0]
     executable = resolve_executable(program, workspace, env)
+    mode = seat.sandbox.mode
     return SeatCheck(
         seat=seat.name,
         cli=seat.cli,
@@ -78,6 +91,9 @@ def check_seat(seat: SeatSpec, workspace: Path) -> SeatCheck:
         executable=executable,
         version=executable_version(adapter, seat, executable),
         read_only_enforcement=invocation.read_only_enforcement,
+        sandbox_mode=mode,
+        network=seat.network,
+        sandboxed=mode != "off" and sandbox.availability().ok,
     )
 
 
@@ -93,16 +109,54 @@ def missing_programs(seats: Iterable[SeatSpec], workspace: Path) -> list[tuple[s
     return missing
 
 
-def read_only_warnings(seats: list[SeatSpec], workspace: Path) -> list[str]:
-    """One line per seat that cannot enforce a read-only run by itself."""
+def confinement_notes(
+    seats: list[SeatSpec],
+    workspace: Path,
+    *,
+    read_only: bool,
+    override: SandboxMode | None = None,
+    local: bool = True,
+) -> list[str]:
+    """Before seats run: refuse a required sandbox that cannot run here, and warn, one line a
+    seat, where a read-only run or `network: false` will not be enforced.
+
+    Probes the sandbox (once per process) only when a seat wants it. On a cluster
+    (`local=False`) each worker decides for itself, so only seats with the sandbox
+    off are warned about. Raises EnvironmentProblem (exit 2) for a required sandbox.
+    """
     lines = []
     for seat in seats:
+        mode = override or seat.sandbox.mode
+        if mode == "off":
+            why = "the sandbox is off"
+        elif not local:
+            continue
+        else:
+            found = sandbox.availability()
+            if found.ok:
+                continue
+            if mode == "required":
+                raise EnvironmentProblem(
+                    f"seat {seat.name}: sandbox: required, but the sandbox cannot run here: "
+                    f"{found.detail} (or run with --sandbox auto / doit sandbox=auto)"
+                )
+            why = f"the sandbox cannot run here ({found.detail})"
         adapter = adapter_for(seat.cli)
         level = adapter.invocation(probe_request(seat, workspace)).read_only_enforcement
-        if level in ("soft", "none"):
+        if read_only and level in ("soft", "none"):
             how = "only asks the agent not to write" if level == "soft" else "cannot enforce it"
+            if mode == "off":
+                lines.append(
+                    f"seat {seat.name}: read-only run, but the {adapter.name} adapter {how}; "
+                    "the seat may still change the workspace"
+                )
+            else:
+                lines.append(
+                    f"seat {seat.name}: read-only run, but {why} and the {adapter.name} "
+                    f"adapter {how}; the seat may still change the workspace"
+                )
+        if not seat.network:
             lines.append(
-                f"seat {seat.name}: read-only run, but the {adapter.name} adapter {how}; "
-                "the seat may still change the workspace"
+                f"seat {seat.name}: network: false, but {why}; the seat can still use the network"
             )
     return lines

@@ -17,7 +17,7 @@ from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell, judge_env_values
 from brigade.core.projection import Secrets, make_secrets, scrub_text
 from brigade.core.receipts import view_of
-from brigade.core.specs import SeatSpec
+from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.core.taxonomy import (
     GRADEABLE,
     RunFacts,
@@ -72,6 +72,7 @@ class RunContext:
     command_timeout: float = DEFAULT_COMMAND_SECONDS
     # the roster's price table: a cost the CLI did not report is priced with it
     prices: Mapping[str, Price] = field(default_factory=dict)
+    sandbox: SandboxMode | None = None  # --sandbox: every seat's sandbox mode (None: its own)
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
@@ -168,7 +169,8 @@ def running_receipt(ctx: RunContext, cell: Cell, attempt: int, started_at: str) 
 def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
     """Run the seat here once for an attempt; write final.txt, logs, run.json, worker-results."""
     rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
-    return record_run(rdir, execute_seat(seat_job(cell, attempt), ctx.workspace, rdir))
+    job = seat_job(cell, attempt, sandbox_mode=ctx.sandbox)
+    return record_run(rdir, execute_seat(job, ctx.workspace, rdir, out=ctx.out))
 
 
 def _end_crashed_seat(out: Path, cell: Cell, attempt: int | None) -> None:
@@ -413,6 +415,12 @@ def _terminal_fields(
         "acceptance": _acceptance(verdict, results),
         "graded_at": now,
     }
+    enforcement = run_doc.get("enforcement")
+    if enforcement is not None:
+        fields["enforcement"] = {
+            "applied": enforcement["applied"],
+            "network": enforcement["network"],
+        }
     if verdict.failure_reason is not None:
         fields["failure_reason"] = verdict.failure_reason
     if verdict.detail is not None:

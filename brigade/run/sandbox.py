@@ -13,6 +13,7 @@ to run (never on a no-op resume).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -202,6 +203,7 @@ def bwrap_prefix(view: View, executable: str, *, unshare_user: bool) -> tuple[st
     return tuple(args)
 
 
+@functools.cache
 def _root_without_sys_admin() -> bool:
     """uid 0 without CAP_SYS_ADMIN (root in a container): bwrap needs --unshare-user then."""
     if os.geteuid() != 0:
@@ -354,9 +356,13 @@ def _git_dir_of(root: Path) -> Path:
 
 
 @contextlib.contextmanager
-def worktree_git(root: Path) -> Iterator[WorktreeGit]:
-    """A writable run's git access (a private objects folder, removed afterwards)."""
-    git_dir = _git_dir_of(root)
+def worktree_git(root: Path, git_dir: Path | None = None) -> Iterator[WorktreeGit]:
+    """A writable run's git access (a private objects folder, removed afterwards).
+
+    `git_dir` is the worktree's metadata folder as recorded when it was made
+    (default: the one its `.git` file names now).
+    """
+    git_dir = Path(os.path.realpath(git_dir)) if git_dir is not None else _git_dir_of(root)
     common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
     common_dir = Path(os.path.realpath(git_dir / common))
     # an empty per-worktree config stays read-only: with extensions.worktreeConfig a

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,12 @@ from brigade.adapters import adapter_for
 from brigade.adapters.base import Adapter, Reading, SeatRequest
 from brigade.core.clock import utc_now
 from brigade.core.plan import Cell
-from brigade.core.specs import SeatSpec
+from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.core.transcript import TRANSCRIPT_SCHEMA, Entry, transcript_document
 from brigade.core.usage import Usage, usage_document
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
-from brigade.run import proc, worktree
+from brigade.run import proc, sandbox, worktree
 from brigade.run.doctor import executable_version
 
 FINAL = "final.txt"
@@ -91,13 +91,20 @@ class SeatRun:
     transcript: tuple[Entry, ...] | None = None
 
 
-def seat_job(cell: Cell, attempt: int, head: str | None = None) -> SeatJob:
-    """The job that runs a cell's seat for one attempt."""
+def seat_job(
+    cell: Cell, attempt: int, head: str | None = None, sandbox_mode: SandboxMode | None = None
+) -> SeatJob:
+    """The job that runs a cell's seat for one attempt (`sandbox_mode` overrides the seat's)."""
+    seat = cell.seat
+    if sandbox_mode is not None and sandbox_mode != seat.sandbox.mode:
+        seat = dataclasses.replace(
+            seat, sandbox=dataclasses.replace(seat.sandbox, mode=sandbox_mode)
+        )
     return SeatJob(
         cell_id=cell.cell_id,
         coordinate=cell.coordinate,
         attempt=attempt,
-        seat=cell.seat,
+        seat=seat,
         prompt=cell.prompt,
         execution_mode=cell.execution_mode,
         head=head,
@@ -110,11 +117,14 @@ def execute_seat(
     rdir: Path,
     *,
     should_stop: Callable[[], bool] | None = None,
+    out: Path | None = None,
 ) -> SeatRun:
     """Run a seat in `workspace`: logs (and a writable run's changes) go to `rdir`.
 
-    Shared by both executors: the local one passes the attempt's run folder,
-    a Dask worker a scratch folder whose files it sends back. Writes no record.
+    Shared by both executors: the local one passes the attempt's run folder
+    (and the output directory, hidden from the seat), a Dask worker a scratch
+    folder whose files it sends back. Writes no record. The seat runs in the
+    filesystem sandbox when its mode wants it and the sandbox works here.
     """
     tree: worktree.Worktree | None = None
     try:
@@ -135,89 +145,121 @@ def execute_seat(
         )
         adapter = adapter_for(job.seat.cli)
         invocation = adapter.invocation(request)
-        result = proc.run(
-            invocation.argv,
-            cwd=cwd,
-            env=seat_environment(request, dict(invocation.env)),
-            stdin_text=invocation.stdin_text,
-            timeout=job.seat.timeout_seconds,
-            stdout_path=rdir / STDOUT,
-            stderr_path=rdir / STDERR,
-            should_stop=should_stop,
-            driver=invocation.driver,
-            # every process the seat starts carries its run folder: all end with the seat
-            tag=(RUN_DIR_VARIABLE, str(rdir)),
+        env = seat_environment(request, dict(invocation.env))
+        decision = sandbox.decide(
+            job.seat.sandbox.mode, invocation.read_only_enforcement, job.seat.network
         )
-        stdout = read_text(rdir / STDOUT)
-        stderr = read_text(rdir / STDERR)
-        if result.launched and not result.timed_out:
-            # files the adapter asked for (an exec program's usage file), when written
-            files = {
-                name: read_text(rdir / name)
-                for name in invocation.output_files
-                if (rdir / name).is_file()
-            }
-            reading = adapter.read(
-                exit_code=result.exit_code, stdout=stdout, stderr=stderr, files=files
+        if decision.mode == "required" and decision.applied != "sandbox":
+            refusal = f"sandbox: required, but it cannot run here: {decision.unavailable}"
+            return unlaunched_run(job, rdir, cwd, refusal, "launch_failed")
+        with contextlib.ExitStack() as scope:
+            confine: proc.Confinement | None = None
+            git: sandbox.WorktreeGit | None = None
+            if decision.applied == "sandbox":
+                try:
+                    if tree is not None:
+                        git = scope.enter_context(sandbox.worktree_git(tree.root, tree.git_dir))
+                    view = sandbox.seat_view(
+                        job.seat,
+                        cwd=cwd,
+                        run_dir=rdir,
+                        env=env,
+                        state_paths=adapter.state_paths,
+                        out=out,
+                        workspace=workspace,
+                        git=git,
+                        executable=proc.resolve_executable(invocation.argv[0], cwd, env),
+                    )
+                    confine = sandbox.confinement(view, sandbox.availability())
+                except (OSError, sandbox.SandboxError) as exc:
+                    return unlaunched_run(job, rdir, cwd, f"sandbox: {exc}", "launch_failed")
+            result = proc.run(
+                invocation.argv,
+                cwd=cwd,
+                env=env,
+                stdin_text=invocation.stdin_text,
+                timeout=job.seat.timeout_seconds,
+                stdout_path=rdir / STDOUT,
+                stderr_path=rdir / STDERR,
+                should_stop=should_stop,
+                driver=invocation.driver,
+                # every process the seat starts carries its run folder: all end with the seat
+                tag=(RUN_DIR_VARIABLE, str(rdir)),
+                confine=confine,
             )
-        else:
-            reading = Reading(
-                final_text=stdout if result.launched else "",
-                transcript=_partial_transcript(adapter, stdout, stderr)
-                if result.timed_out
-                else None,
-            )
-        ended = _run_status(result, reading, job.seat.timeout_seconds)
-        run_doc = run_document(
-            job,
-            cwd,
-            status=ended.status,
-            started_at=result.started_at,
-            finished_at=result.finished_at,
-            failure_kind=ended.kind,
-            failure_detail=ended.detail,
-            fault=ended.fault,
-            own_failure=ended.own_failure,
-            adapter=adapter.name,
-            exit_code=result.exit_code,
-            signal=result.signal,
-            duration_seconds=result.duration_seconds,
-            argv=invocation.argv,
-            executable=result.executable,
-            executable_version=executable_version(adapter, job.seat, result.executable),
-            read_only_enforcement=invocation.read_only_enforcement,
-            settings_not_applied=invocation.settings_not_applied,
-            stdout_bytes=len(stdout.encode("utf-8")),
-            stderr_bytes=len(stderr.encode("utf-8")),
-            usage=reading.usage,
-            notes=reading.notes,
-        )
-        if tree is not None:
-            try:
-                changed, deleted = worktree.changes(tree)
-                not_copied = worktree.snapshot(tree, changed, rdir)
-                # what command graders re-apply to a fresh worktree, now and on every regrade
-                worktree.write_patch(tree, rdir / worktree.PATCH)
-            except OSError as exc:
-                with contextlib.suppress(OSError):  # only a patch brigade wrote in full counts
-                    (rdir / worktree.PATCH).unlink()
-                # what the seat left cannot be read: a fault of the apparatus, this cell's
-                detail = f"worktree: {exc}"
-                run_doc.update(
-                    status="apparatus_fault",
-                    failure_kind="worktree_failed",
-                    failure_detail=detail,
-                    fault={"kind": "worktree_failed", "message": detail},
-                    own_failure=None,
+            stdout = read_text(rdir / STDOUT)
+            stderr = read_text(rdir / STDERR)
+            if result.launched and not result.timed_out:
+                # files the adapter asked for (an exec program's usage file), when written
+                files = {
+                    name: read_text(rdir / name)
+                    for name in invocation.output_files
+                    if (rdir / name).is_file()
+                }
+                reading = adapter.read(
+                    exit_code=result.exit_code, stdout=stdout, stderr=stderr, files=files
                 )
             else:
-                run_doc["changed_files"] = changed
-                run_doc["workspace_snapshot"] = {
-                    "head": tree.repo.head,
-                    "prefix": tree.repo.prefix,
-                    "deleted": deleted,
-                    "not_copied": not_copied,
-                }
+                reading = Reading(
+                    final_text=stdout if result.launched else "",
+                    transcript=_partial_transcript(adapter, stdout, stderr)
+                    if result.timed_out
+                    else None,
+                )
+            ended = _run_status(result, reading, job.seat.timeout_seconds)
+            run_doc = run_document(
+                job,
+                cwd,
+                status=ended.status,
+                started_at=result.started_at,
+                finished_at=result.finished_at,
+                failure_kind=ended.kind,
+                failure_detail=ended.detail,
+                fault=ended.fault,
+                own_failure=ended.own_failure,
+                adapter=adapter.name,
+                exit_code=result.exit_code,
+                signal=result.signal,
+                duration_seconds=result.duration_seconds,
+                argv=invocation.argv,
+                executable=result.executable,
+                executable_version=executable_version(adapter, job.seat, result.executable),
+                read_only_enforcement=invocation.read_only_enforcement,
+                settings_not_applied=invocation.settings_not_applied,
+                enforcement=decision.record(),
+                stdout_bytes=len(stdout.encode("utf-8")),
+                stderr_bytes=len(stderr.encode("utf-8")),
+                usage=reading.usage,
+                notes=reading.notes,
+            )
+            if tree is not None:
+                try:
+                    # a sandboxed seat's commits keep their objects apart until it is removed
+                    seen = git.outside_env() if git else None
+                    changed, deleted = worktree.changes(tree, seen)
+                    not_copied = worktree.snapshot(tree, changed, rdir)
+                    # what command graders re-apply to a fresh worktree, now and on every regrade
+                    worktree.write_patch(tree, rdir / worktree.PATCH, seen)
+                except OSError as exc:
+                    with contextlib.suppress(OSError):  # only a patch brigade wrote in full counts
+                        (rdir / worktree.PATCH).unlink()
+                    # what the seat left cannot be read: a fault of the apparatus, this cell's
+                    detail = f"worktree: {exc}"
+                    run_doc.update(
+                        status="apparatus_fault",
+                        failure_kind="worktree_failed",
+                        failure_detail=detail,
+                        fault={"kind": "worktree_failed", "message": detail},
+                        own_failure=None,
+                    )
+                else:
+                    run_doc["changed_files"] = changed
+                    run_doc["workspace_snapshot"] = {
+                        "head": tree.repo.head,
+                        "prefix": tree.repo.prefix,
+                        "deleted": deleted,
+                        "not_copied": not_copied,
+                    }
         return SeatRun(
             run_doc,
             reading.final_text,
@@ -324,6 +366,7 @@ def run_document(
     executable_version: str | None = None,
     read_only_enforcement: str = "not-applicable",
     settings_not_applied: Sequence[str] = (),
+    enforcement: Mapping[str, object] | None = None,
     stdout_bytes: int = 0,
     stderr_bytes: int = 0,
     usage: Usage | None = None,
@@ -332,7 +375,8 @@ def run_document(
     """run.json's document (brigade.run.v1): the one place its keys are written out.
 
     The defaults are those of a seat that never ran; a writable run's changed
-    files and snapshot are filled in once its worktree has been read.
+    files and snapshot are filled in once its worktree has been read;
+    `enforcement` (how the seat was confined) is null for a seat that never ran.
     """
     return {
         "schema": RUN_SCHEMA,
@@ -364,6 +408,7 @@ def run_document(
         "stderr_bytes": stderr_bytes,
         "usage": usage_document(usage) if usage is not None else None,
         "notes": list(notes),
+        "enforcement": dict(enforcement) if enforcement is not None else None,
     }
 
 

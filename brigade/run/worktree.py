@@ -66,8 +66,17 @@ class Worktree:
         return self.root / self.repo.prefix if self.repo.prefix else self.root
 
 
-def _git(args: list[str], cwd: Path) -> tuple[int | None, str, str]:
-    return capture(["git", *args], cwd=cwd, timeout=120)
+# a seat may have written the configuration git reads in a worktree: no fsmonitor
+# command from there runs outside its sandbox
+SAFE_GIT = ("git", "-c", "core.fsmonitor=false")
+
+
+def _git(
+    args: list[str], cwd: Path, env: Mapping[str, str] | None = None
+) -> tuple[int | None, str, str]:
+    return capture(
+        [*SAFE_GIT, *args], cwd=cwd, timeout=120, env={**os.environ, **env} if env else None
+    )
 
 
 def find_repo(workspace: Path) -> Repo:
@@ -116,24 +125,29 @@ def remove(worktree: Worktree) -> None:
         _git(["worktree", "prune"], worktree.repo.toplevel)
 
 
-def _tree_git(worktree: Worktree, args: list[str]) -> str:
+def _tree_git(worktree: Worktree, args: list[str], env: Mapping[str, str] | None = None) -> str:
     """git on the worktree through the git folder recorded when it was made (whatever the
     seat did to its `.git` file); stdout, or OSError naming what failed."""
     command = [f"--git-dir={worktree.git_dir}", f"--work-tree={worktree.root}", *args]
-    code, out, err = _git(command, worktree.repo.toplevel)
+    code, out, err = _git(command, worktree.repo.toplevel, env)
     if code != 0:
         raise OSError(f"git {args[0]} failed in the worktree: {' '.join(err.split())}")
     return out
 
 
-def changes(worktree: Worktree) -> tuple[list[str], list[str]]:
+def changes(
+    worktree: Worktree, env: Mapping[str, str] | None = None
+) -> tuple[list[str], list[str]]:
     """(changed or created paths, deleted paths) relative to the workspace, sorted: against
-    the commit the attempt started from, commits, untracked and ignored files included."""
+    the commit the attempt started from, commits, untracked and ignored files included.
+
+    `env` adds to git's environment (a sandboxed seat's commits keep their objects apart).
+    """
     diff = _tree_git(
-        worktree, ["diff", "--name-status", "-z", "--no-renames", worktree.repo.head, "--"]
+        worktree, ["diff", "--name-status", "-z", "--no-renames", worktree.repo.head, "--"], env
     )
     # every file git does not track, ignored ones too (no --exclude-standard)
-    others = _tree_git(worktree, ["ls-files", "-z", "--others"])
+    others = _tree_git(worktree, ["ls-files", "-z", "--others"], env)
     changed: set[str] = set()
     deleted: set[str] = set()
     fields = diff.split("\0")

@@ -8,6 +8,9 @@
   exit: CODE          exit with CODE after answering
   tempfail: DETAIL    print DETAIL on stderr and exit 75 (an apparatus fault)
   write: PATH=TEXT    write TEXT to PATH (relative to the working directory; $VARS expanded)
+  try-write: PATH=TEXT  write TEXT to PATH; if that fails say so on stderr, go on and exit 1
+  list: PATH          print the names in folder PATH, one line (or "PATH: missing")
+  connect: HOST:PORT  print what a TCP connection to HOST:PORT reads, or why it failed
   delete: PATH        delete PATH ($VARS expanded)
   env: NAME           print the value of environment variable NAME
   spawn: SECONDS      start a background child that sleeps (pid in $FAKE_AGENT_PIDS)
@@ -26,6 +29,7 @@ count how many runs of a seat overlapped.
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -80,6 +84,26 @@ for line in prompt.splitlines():
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as handle:
             handle.write(text + "\n")
+    elif key == "try-write":
+        path, _, text = value.partition("=")
+        try:
+            with open(path, "a") as handle:
+                handle.write(text + "\n")
+        except OSError as exc:
+            print(f"try-write {path}: {exc.strerror}", file=sys.stderr, flush=True)
+            code = 1
+    elif key == "list":
+        try:
+            print(" ".join(sorted(os.listdir(value))), flush=True)
+        except OSError:
+            print(f"{value}: missing", flush=True)
+    elif key == "connect":
+        host, _, port = value.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=10) as connection:
+                print(connection.recv(64).decode().strip(), flush=True)
+        except OSError as exc:
+            print(f"connect {value}: {exc.strerror or exc}", flush=True)
     elif key == "delete":
         os.remove(os.path.expandvars(value))
     elif key == "usage":

@@ -9,6 +9,8 @@ SCENARIOS (see cli_outputs.py; a CLI without that case answers normally), or
 untrusted (cursor, codex: the workspace-trust refusal they also give without
 their trust flag); anything else succeeds with "All good.". $FAKE_CLI_SCENARIO
 (a seat's `env`) picks the answer for every prompt instead.
+With FAKE_CLI_STATE set it also keeps the session in the CLI's state folder,
+as the real one does (failing if it cannot).
 """
 
 from __future__ import annotations
@@ -115,6 +117,17 @@ def main(name: str) -> int:
     }
     with open(sys.argv[0] + ".calls.jsonl", "a") as handle:
         handle.write(json.dumps(call) + "\n")
+    if os.environ.get("FAKE_CLI_STATE"):
+        # like the real CLI, keep the session in its state folder (~/.claude, ...)
+        from brigade.adapters import adapter_for
+
+        folder = os.path.expanduser(adapter_for(name).state_paths[0])
+        try:
+            with open(os.path.join(folder, "fake-sessions.jsonl"), "a") as handle:
+                handle.write(json.dumps({"cwd": call["cwd"]}) + "\n")
+        except OSError as exc:
+            sys.stderr.write(f"Error: {exc.strerror}, open '{exc.filename}'\n")
+            return 1
     if prompt is None:
         sys.stderr.write("error: no prompt given\n")
         return 2
