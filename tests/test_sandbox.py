@@ -793,7 +793,7 @@ def test_a_writable_seat_may_commit_and_its_changes_are_still_read(project: Proj
         {
             "agent": {
                 "cli": "exec:sh -c 'echo 2 > src/b.py && git add -A && git commit -qm agent"
-                " && git log --format=%s -1'",
+                " && git rev-parse HEAD'",
                 "env": GIT_IDENTITY,
             }
         },
@@ -803,14 +803,23 @@ def test_a_writable_seat_may_commit_and_its_changes_are_still_read(project: Proj
         [{"id": "c", "prompt": "x", "graders": EXIT_STATUS}],
         execution={"mode": "writable-worktree"},
     )
-    objects = sorted(p.name for p in (project.workspace / ".git" / "objects").rglob("*"))
+    head = git(project.workspace, "rev-parse", "HEAD")
     done = project.run()
     assert done.returncode == 0, done.stderr
     receipt = project.receipt("c:agent:1")
     assert (receipt["state"], receipt["enforcement"]["applied"]) == ("accepted", "sandbox")
-    assert (Path(receipt["run_dir"]) / "final.txt").read_text() == "agent\n"
-    # the commit's objects went to the attempt's own folder, now gone; the repository is as it was
-    assert sorted(p.name for p in (project.workspace / ".git" / "objects").rglob("*")) == objects
+    run_dir = Path(receipt["run_dir"])
+    commit = (run_dir / "final.txt").read_text().strip()
+    # the commit counts as the seat's change, read through the attempt's own objects ...
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["changed_files"] == ["src/b.py"]
+    assert "+++ b/src/b.py" in (run_dir / "changes.patch").read_text()
+    # ... which went to a folder of its own, now gone: not one object in the repository
+    missing = subprocess.run(
+        ["git", "cat-file", "-e", commit], cwd=project.workspace, capture_output=True
+    )
+    assert (len(commit), missing.returncode) == (40, 1)
+    assert git(project.workspace, "rev-parse", "HEAD") == head
     assert git(project.workspace, "worktree", "list").count("\n") == 1
 
 
