@@ -548,3 +548,17 @@ def test_a_transcript_comes_back_from_the_worker(cluster: Cluster, tmp_path: Pat
     )
     kinds = [entry["kind"] for entry in stored["run/transcript.json"]["entries"]]
     assert "message" in kinds
+
+
+def test_a_budget_stops_launching_on_the_cluster_too(cluster: Cluster, project: Project) -> None:
+    # one run in flight at a time (no overall cap on a cluster), each reporting $0.02
+    project.write_roster({"agent": {"cli": FAKE_CLI, "max_concurrency": 1}}, max_cost=0.03)
+    usage = '{"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.02}'
+    project.write_manifest([{"id": f"c{n}", "prompt": f"usage: {usage}"} for n in range(4)])
+    done = dask_run(project, cluster)
+    assert done.returncode == 3, (done.stderr, cluster.logs())
+    assert project.states() == {"c0:agent:1": "unscored", "c1:agent:1": "unscored"}
+    assert done.stderr.splitlines()[-1] == (
+        "brigade: stopped launching: the budget of $0.0300 was reached: $0.0400 spent by 2 seat "
+        "runs of this run; 2 cells not started"
+    )
