@@ -103,13 +103,19 @@ def test_unknown_costs_never_reach_the_budget() -> None:
 SPENT = '{"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.02}'
 
 
-def four_cells(project: Project, *, unknown: int | None = None, **roster: Any) -> None:
+def four_cells(
+    project: Project,
+    *,
+    unknown: int | None = None,
+    manifest: dict[str, Any] | None = None,
+    **roster: Any,
+) -> None:
     project.write_roster(**roster)
     cases = [
         {"id": f"c{n}", "prompt": "answer: ok" if n == unknown else f"answer: ok\nusage: {SPENT}"}
         for n in range(4)
     ]
-    project.write_manifest(cases)
+    project.write_manifest(cases, **(manifest or {}))
 
 
 def headline_and_notes(stderr: str) -> list[str]:
@@ -118,9 +124,13 @@ def headline_and_notes(stderr: str) -> list[str]:
     return lines[start:]
 
 
-@pytest.mark.parametrize("front", ["brigade", "doit", "roster"])
+@pytest.mark.parametrize("front", ["brigade", "doit", "manifest", "roster"])
 def test_a_run_stops_launching_at_its_budget(project: Project, front: str) -> None:
-    four_cells(project, **({"max_cost": 0.03} if front == "roster" else {}))
+    cap = {"max_cost": 0.03}
+    if front == "roster":
+        four_cells(project, **cap)
+    else:
+        four_cells(project, manifest=cap if front == "manifest" else None)
     if front == "brigade":
         done = project.run("--max-cost", "0.03")
     elif front == "doit":
@@ -140,11 +150,21 @@ def test_a_run_stops_launching_at_its_budget(project: Project, front: str) -> No
     assert set(project.states().values()) == {"unscored"} and len(project.states()) == 4
 
 
-def test_the_command_line_overrides_the_roster_s_budget(project: Project) -> None:
-    four_cells(project, max_cost=0.01)
+def test_the_command_line_overrides_the_manifest_s_budget_which_overrides_the_roster_s(
+    project: Project,
+) -> None:
+    four_cells(project, manifest={"max_cost": 0.05}, max_cost=0.01)
+    done = project.run()
+    assert done.returncode == 3, done.stderr
+    assert len(project.states()) == 3
+    assert "the budget of $0.0500 was reached" in done.stderr
+    # a new cap in the manifest re-runs nothing and changes no cell
+    before = project.receipts()
+    four_cells(project, manifest={"max_cost": 0.001}, max_cost=0.01)
     done = project.run("--max-cost", "100")
     assert done.returncode == 0, done.stderr
     assert len(project.states()) == 4
+    assert {coordinate: project.receipts()[coordinate] for coordinate in before} == before
 
 
 def test_cells_of_unknown_cost_are_counted_as_unknown(project: Project) -> None:

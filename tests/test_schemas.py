@@ -137,7 +137,7 @@ def test_describe_nested_grader_type() -> None:
         (
             {"bogus": 1},
             "bogus: unknown key (allowed: cases, description, execution, graders, "
-            "name, roster, schema, seats, trials)",
+            "max_cost, name, roster, schema, seats, trials)",
         ),
         ({"graders": {}}, "graders: expected a list, got a mapping"),
         (

@@ -47,6 +47,8 @@ class Manifest:
     roster: str | None
     digest: str  # manifest_digest as plan.json, receipts and summary.json record it
     content_digest: str  # changes with any prompt file too (keys of expansion caches)
+    # `max_cost`: a run's spending cap in USD when the command line gives none; no identity
+    max_cost: float | None = None
 
     @property
     def directory(self) -> Path:

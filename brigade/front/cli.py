@@ -526,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="USD",
         help="launch no more seats once what this run's seat runs cost reaches USD (exit 3; "
-        "default: the roster's `max_cost`, else no cap)",
+        "default: the manifest's `max_cost`, else the roster's, else no cap)",
     )
     sub.add_argument("--always", action="store_true", help="run every cell again as a new attempt")
     sub.add_argument(

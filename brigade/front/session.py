@@ -62,7 +62,8 @@ class Options:
     retries: int | None = None  # --retries N (doit: retries=N)
     retry_backoff: float | None = None  # --retry-backoff B (doit: retry_backoff=B)
     retry_timeouts: bool = False  # --retry-timeouts (doit: retry_timeouts=1)
-    max_cost: float | None = None  # --max-cost USD (doit: max_cost=USD); None: the roster's
+    # --max-cost USD (doit: max_cost=USD); None: the manifest's, else the roster's
+    max_cost: float | None = None
     sandbox: SandboxMode | None = None  # every seat's sandbox mode (None: each seat's own)
 
     def __post_init__(self) -> None:
@@ -391,8 +392,9 @@ def build_scheduler(session: Session) -> Scheduler:
             )
 
         scheduler = Scheduler(limits, policies, start=start)
-    cap = session.options.max_cost
-    cap = session.roster.max_cost if cap is None else cap
+    # the command line's, else the manifest's (this battery), else the roster's
+    caps = (session.options.max_cost, session.manifest.max_cost, session.roster.max_cost)
+    cap = next((value for value in caps if value is not None), None)
     if cap is not None:
         from brigade.run.budget import Budget
 

@@ -69,6 +69,7 @@ def manifest_from_document(
         digest=manifest_digest(doc),
         # what the cells are made of (prompt files read): keys of caches of the expansion
         content_digest=text_digest(canonical_json({**doc, "cases": resolved_cases})),
+        max_cost=float(doc["max_cost"]) if doc.get("max_cost") is not None else None,
     )
 
 

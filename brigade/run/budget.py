@@ -1,5 +1,6 @@
-"""A run's spending cap (`--max-cost`, `max_cost=`, the roster's `max_cost`): once what the
-seat runs recorded in this run cost reaches it, the scheduler launches nothing more.
+"""A run's spending cap (`--max-cost`, `max_cost=`, the manifest's or the roster's
+`max_cost`): once what the seat runs recorded in this run cost reaches it, the scheduler
+launches nothing more.
 
 Only what this run recorded counts (every attempt, retries and judges included);
 an attempt whose cost is unknown adds nothing and is counted apart, so the final
