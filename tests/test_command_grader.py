@@ -47,6 +47,9 @@ def context(tmp_path: Path, final_text: str = "hello\n") -> GradeContext:
             prompt="the prompt",
             execution_mode="read-only",
             seat="seat",
+            # these tests look at the command's files and pids from outside: no sandbox
+            # (tests/test_sandbox.py grades in it)
+            sandbox="off",
         ),
     )
 
@@ -87,6 +90,7 @@ def test_a_command_that_exits_0_passes(tmp_path: Path) -> None:
         "output_refs": [ctx.output_ref],
         "exit_code": 0,
         "logs": LOGS,
+        "enforcement": {"applied": "none", "network": "host"},  # the sandbox is off
     }
     assert (tmp_path / "out" / FOLDER / "stdout.log").read_text() == "all tests passed\n"
 

@@ -4,6 +4,7 @@ environment, timeouts, stop, leftovers). Skipped only where bwrap cannot run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -1092,3 +1093,94 @@ def test_a_hidden_unix_socket_cannot_be_reached(layout: Layout, tmp_path: Path) 
             assert (result.exit_code, out) == (0, expected)
     finally:
         server.close()
+
+
+# -- command graders in the sandbox --------------------------------------------------------
+
+
+@needs_bwrap
+def test_a_command_grader_runs_in_the_seats_sandbox_over_the_cells_worktree(
+    project: Project,
+) -> None:
+    git_workspace(project)
+    project.write_roster({"agent": sandboxed_seat(project)}, sandbox="auto")
+    ws, out = project.workspace, project.out
+    # the tests see the seat's change, write next to the code, read the answer; the
+    # checkout and the output directory (but for their own folders) are out of reach
+    command = (
+        'test -f src/new.py && echo ok > report.txt && cat "$BRIGADE_ANSWER_FILE" && '
+        f"ls {out}/cells && ! (echo x > {ws}/README) && ! (echo x > {out}/summary.json)"
+    )
+    grader = {"type": "command", "command": command}
+    project.write_manifest(
+        [{"id": "w", "prompt": "write: src/new.py=print(2)\nanswer: done", "graders": [grader]}],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("w:agent:1")
+    [result] = receipt["graders"]
+    assert (result["status"], result["score"], result["exit_code"]) == ("scored", 1.0, 0)
+    assert result["enforcement"] == {"applied": "sandbox", "network": "host"}
+    logs = {key: (out / path).read_text() for key, path in result["logs"].items()}
+    assert logs == {
+        "stdout": f"done\n{receipt['cell_id']}\n",
+        "stderr": (
+            f"/bin/sh: 1: cannot create {ws}/README: Read-only file system\n"
+            f"/bin/sh: 1: cannot create {out}/summary.json: Read-only file system\n"
+        ),
+    }
+    assert (ws / "README").read_text() == "readme\n"
+    assert git(ws, "status", "--porcelain") == ""
+    exported = json.loads((out / "export" / "cells" / f"{receipt['cell_id']}.json").read_text())
+    assert exported["graders"][0]["enforcement"] == result["enforcement"]
+    # a regrade runs it in the sandbox again
+    regraded = project.brigade("regrade", str(out))
+    assert regraded.returncode == 0, regraded.stderr
+    assert project.receipt("w:agent:1")["graders"][0]["enforcement"] == (result["enforcement"])
+
+
+def test_a_command_grader_whose_sandbox_is_required_but_cannot_run_is_a_grader_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_command_grader import context, grade
+
+    monkeypatch.setattr(sandbox, "_probed", [sandbox.Availability(False, "no bwrap here")])
+    ctx = context(tmp_path)
+    required = dataclasses.replace(ctx.setting, sandbox="required")
+    result = grade(
+        dataclasses.replace(ctx, setting=required), {"type": "command", "command": "true"}
+    )
+    assert (result["status"], result["score"]) == ("grader_error", None)
+    assert result["detail"] == (
+        "sandbox: the sandbox is required but cannot run here: no bwrap here"
+    )
+    assert "enforcement" not in result  # the command never ran
+    auto = dataclasses.replace(ctx.setting, sandbox="auto")
+    result = grade(dataclasses.replace(ctx, setting=auto), {"type": "command", "command": "true"})
+    assert (result["status"], result["score"]) == ("scored", 1.0)
+    assert result["enforcement"] == {"applied": "none", "network": "host"}
+
+
+def test_the_command_line_mode_reaches_a_judge_seat(tmp_path: Path) -> None:
+    from test_command_grader import context
+
+    from brigade.run.judge import judge_seat
+
+    identity = {
+        "seat": "critic",
+        "cli": "exec:judge",
+        "model": None,
+        "reasoning": None,
+        "transport": "direct",
+        "transport_version": None,
+        "env": None,
+        "codex_transport": None,
+    }
+    critic = SeatSpec(name="critic", cli="exec:judge", sandbox=SandboxSpec(mode="required"))
+    setting = dataclasses.replace(context(tmp_path).setting, seats={"critic": critic})
+    spec = {"seat": "critic", "judge_seat": identity}
+    own = judge_seat(spec, dataclasses.replace(setting, sandbox=None), 60)
+    assert own.sandbox == SandboxSpec(mode="required")
+    forced = judge_seat(spec, dataclasses.replace(setting, sandbox="off"), 60)
+    assert forced.sandbox == SandboxSpec(mode="off")

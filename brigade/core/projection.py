@@ -471,6 +471,7 @@ GRADER_RESULT_ROLES: Roles = {
             "output_digest",
             "exit_code",
             "usage",  # a judge's usage: counts, model ids, session id, cost source
+            "enforcement",  # a command's confinement: {applied, network}, both names
         ),
         NAME,
     ),

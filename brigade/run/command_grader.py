@@ -6,8 +6,12 @@ the seat's stored changes (run/changes.patch, its digest verified) applied, so
 grading and every regrade see exactly what the seat left and never need the
 agent. Its process is run by run/proc like a seat's (own process group, time
 limit, stop on signal, stragglers ended), stdin closed, its output in the
-grader's folder. Score 1 when it exits with the expected status, else 0; or,
-with `score_from: junit:PATH`, the share of the JUnit file's tests that passed.
+grader's folder, and in the filesystem sandbox the cell's seat ran in (its mode
+and network; see run/sandbox): only the folder it runs in (with a worktree's git
+metadata), the grader's folder and /tmp are writable, the output directory is
+hidden but for the run folder (read-only) and the grader's own. Score 1 when it
+exits with the expected status, else 0; or, with `score_from: junit:PATH`, the
+share of the JUnit file's tests that passed.
 A command that cannot start or outlives its time limit, and a JUnit file that is
 missing, stale or malformed, are grader_error: a broken measurement, never a zero.
 """
@@ -28,7 +32,7 @@ from typing import Any
 from brigade.core.specs import DEFAULT_COMMAND_TIMEOUT_SECONDS
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
-from brigade.run import proc, worktree
+from brigade.run import proc, sandbox, worktree
 from brigade.run.grading import (
     Field,
     GradeContext,
@@ -105,6 +109,7 @@ class Place:
 
     cwd: Path
     patch: Path | None = None
+    root: Path | None = None  # the fresh worktree (writable runs)
 
 
 @contextlib.contextmanager
@@ -140,7 +145,7 @@ def post_run_workspace(setting: Setting) -> Iterator[Place]:
             raise GraderFault(
                 f"the stored changes do not apply to commit {head[:12]}: {exc}"
             ) from None
-        yield Place(tree.cwd, patch)
+        yield Place(tree.cwd, patch, tree.root)
     finally:
         worktree.remove(tree)
 
@@ -175,6 +180,37 @@ def environment(ctx: GradeContext, setting: Setting, folder: Path, cwd: Path) ->
         }
     )
     return env
+
+
+@contextlib.contextmanager
+def command_sandbox(
+    ctx: GradeContext, setting: Setting, folder: Path, place: Place, env: Mapping[str, str]
+) -> Iterator[sandbox.CommandSandbox]:
+    """The sandbox the command runs in: the cell's seat's mode (or --sandbox) and network,
+    its roster paths; GraderFault when it is required and cannot run here."""
+    seat = setting.seats.get(setting.seat)
+    mode = setting.sandbox or (seat.sandbox.mode if seat is not None else "auto")
+    home = env.get("HOME") or os.path.expanduser("~")
+    writable, readable, hidden = sandbox.roster_paths(seat, home) if seat else ((), (), ())
+    scope = contextlib.ExitStack()
+    try:
+        box = scope.enter_context(
+            sandbox.command_sandbox(
+                place.cwd,
+                mode=mode,
+                network=seat.network if seat is not None else True,
+                worktree=place.root,
+                writable=(folder, *writable),
+                # the answer (BRIGADE_ANSWER_FILE) and the manifest's files ({manifest_dir})
+                readable=(setting.run_dir, ctx.manifest_dir, *readable),
+                hidden=(setting.out, setting.workspace / ".brigade" / "evals", *hidden),
+                visible=(setting.workspace,),
+            )
+        )
+    except (OSError, sandbox.SandboxError) as exc:
+        raise GraderFault(f"sandbox: {exc}") from None
+    with scope:
+        yield box
 
 
 def _stat(path: Path | None) -> tuple[int, int, int, int] | None:
@@ -229,16 +265,23 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
             before = _stat(junit)
             if place.patch is not None:
                 extra["output_refs"] = [os.path.relpath(place.patch, setting.out)]
-            result = proc.run(
-                command_argv(spec["command"], values),
-                cwd=place.cwd,
-                env=environment(ctx, setting, folder, place.cwd),
-                stdin_text=None,
-                timeout=limit,
-                stdout_path=folder / STDOUT,
-                stderr_path=folder / STDERR,
-                tag=(GRADER_DIR_VARIABLE, str(folder)),
-            )
+            env = environment(ctx, setting, folder, place.cwd)
+            with command_sandbox(ctx, setting, folder, place, env) as box:
+                extra["enforcement"] = {
+                    "applied": box.decision.applied,
+                    "network": "isolated" if box.decision.network_isolated else "host",
+                }
+                result = proc.run(
+                    command_argv(spec["command"], values),
+                    cwd=place.cwd,
+                    env=env,
+                    stdin_text=None,
+                    timeout=limit,
+                    stdout_path=folder / STDOUT,
+                    stderr_path=folder / STDERR,
+                    tag=(GRADER_DIR_VARIABLE, str(folder)),
+                    confine=box.confine,
+                )
             extra["exit_code"] = result.exit_code
             if not result.launched:
                 raise GraderFault(f"the command could not start: {result.launch_error}")

@@ -705,7 +705,7 @@ def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str
         result["schema"] = GRADER_RESULT_V2
         result["exit_code"] = extra.get("exit_code")
         result["logs"] = dict(extra.get("logs", {}))
-        for key in ("judge", "usage"):
+        for key in ("judge", "usage", "enforcement"):
             if extra.get(key) is not None:
                 result[key] = extra[key]
     return result

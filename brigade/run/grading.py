@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
 
-from brigade.core.specs import SeatSpec
+from brigade.core.specs import SandboxMode, SeatSpec
 
 GRADER_RESULT_SCHEMA = "brigade.grader_result.v1"
 # results of graders that run a process: v1 plus the process's exit_code and logs
@@ -87,6 +87,8 @@ class Setting:
     seats: Mapping[str, SeatSpec] = field(default_factory=dict)
     roster_dir: str = "."  # the roster's folder, for a judge seat the roster no longer has
     command_timeout: float = 300.0  # the default time limit of command graders
+    # --sandbox: the mode a command runs in (None: the cell's seat's own, as its run did)
+    sandbox: SandboxMode | None = None
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,10 @@ def judge_seat(spec: Mapping[str, Any], setting: Setting, limit: float) -> SeatS
         raise GraderFault(f"judge seat {name!r} is not a seat of the roster")
     roster_seat = setting.seats.get(name)
     base = roster_seat if roster_seat is not None else SeatSpec(name=name, cli=identity["cli"])
+    if setting.sandbox is not None:  # --sandbox reaches the judge as it reaches every seat
+        base = dataclasses.replace(
+            base, sandbox=dataclasses.replace(base.sandbox, mode=setting.sandbox)
+        )
     return dataclasses.replace(
         base,
         name=identity["seat"],

@@ -275,6 +275,7 @@ def grade_context(
         seats=ctx.seats,
         roster_dir=ctx.roster_dir,
         command_timeout=ctx.command_timeout,
+        sandbox=ctx.sandbox,
     )
     return graders.GradeContext(
         cell_id=cell.cell_id,

@@ -382,6 +382,18 @@ def expand_path(text: str, home: str, base: str) -> Path:
     return Path(os.path.normpath(os.path.join(os.path.abspath(base), text)))
 
 
+def roster_paths(
+    seat: SeatSpec, home: str
+) -> tuple[tuple[Path, ...], tuple[Path, ...], tuple[Path, ...]]:
+    """The seat's roster `sandbox` paths (writable, readable, hidden), expanded."""
+
+    def paths(texts: Iterable[str]) -> tuple[Path, ...]:
+        return tuple(expand_path(text, home, seat.roster_dir) for text in texts)
+
+    box = seat.sandbox
+    return paths(box.writable), paths(box.readable), paths(box.hidden)
+
+
 def seat_view(
     seat: SeatSpec,
     *,
@@ -444,6 +456,7 @@ def command_view(
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
+    visible: Sequence[Path] = (),
     network: bool = False,
     git: WorktreeGit | None = None,
 ) -> View:
@@ -451,24 +464,26 @@ def command_view(
 
     `cwd` (the worktree, or a folder in it) is writable: tests write caches and
     reports next to the code. Nothing else is, but `writable` and `/tmp`; with
-    `git` the worktree's git metadata is handled as for the seat.
+    `git` the worktree's git metadata is handled as for the seat. `visible`
+    paths are made readable where `/tmp` or a hidden folder would hide them.
     """
     all_writable = [cwd, *writable]
     all_readable = list(readable)
-    setenv: dict[str, str] = {}
+    # the only place the command may make temporary files
+    setenv: dict[str, str] = {"TMPDIR": "/tmp"}
     if git is not None:
         all_writable += [git.root, git.git_dir, git.objects]
         all_readable += git.protected()
         setenv.update(git.inside_env())
-    visible = [Path(sys.prefix)]
+    all_visible = [*visible, Path(sys.prefix)]
     if git is not None:
-        visible.append(git.common_dir.parent)
+        all_visible.append(git.common_dir.parent)
     return View(
         cwd=cwd,
         writable=tuple(all_writable),
         readable=tuple(all_readable),
         hidden=(*hidden, *map(Path, HOST_CONTROL_SOCKETS)),
-        visible=tuple(visible),
+        visible=tuple(all_visible),
         network=network,
         setenv=setenv,
     )
@@ -498,6 +513,7 @@ def command_sandbox(
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     hidden: Sequence[Path] = (),
+    visible: Sequence[Path] = (),
 ) -> Iterator[CommandSandbox]:
     """The sandbox a grader runs a command in over a cell's worktree (`cwd` inside it).
 
@@ -517,7 +533,13 @@ def command_sandbox(
     with contextlib.ExitStack() as scope:
         git = scope.enter_context(worktree_git(worktree)) if worktree is not None else None
         view = command_view(
-            cwd, writable=writable, readable=readable, hidden=hidden, network=network, git=git
+            cwd,
+            writable=writable,
+            readable=readable,
+            hidden=hidden,
+            visible=visible,
+            network=network,
+            git=git,
         )
         yield CommandSandbox(confinement(view, availability()), decision)
 
