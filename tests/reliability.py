@@ -60,6 +60,14 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
+def refusal_lines(stderr: str) -> list[str]:
+    """The lines a refused command printed: one per problem, each `brigade: file: ...`."""
+    lines = stderr.strip().splitlines()
+    assert lines and all(line.startswith("brigade: ") for line in lines), stderr
+    assert "Traceback" not in stderr
+    return lines
+
+
 def without_seat_warnings(stderr: str) -> str:
     """stderr without the fake seat's warning that it cannot enforce read-only runs."""
     return "".join(

@@ -178,8 +178,17 @@ def test_read_only_warning_once_per_soft_or_none_seat(project: Project, fake_bin
     warnings = [line for line in done.stderr.splitlines() if "read-only run" in line]
     assert warnings == [
         "brigade: seat agent: read-only run, but the exec adapter cannot enforce it; "
-        "the seat may still change the workspace"
+        "the seat may still change the workspace (the seat's acknowledge_read_only: true "
+        "silences this)"
     ]
+    # a run that launches nothing says nothing of it; a seat that acknowledges it neither
+    assert "read-only run" not in project.run(PATH=path_with(fake_bin)).stderr
+    project.write_roster(
+        {"claude": {"cli": "claude"}, "agent": {"cli": "exec:true", "acknowledge_read_only": True}}
+    )
+    project.write_manifest([{"id": "d", "prompt": "x"}], seats=("claude", "agent"))
+    assert "read-only run" not in project.run(PATH=path_with(fake_bin)).stderr
+    assert len(project.receipts()) == 2
 
 
 ECHO_PROMPT = "-- echo \"double\" 'single' $HOME\nsecond line\n\tindented"

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from conftest import Project
+from test_progress import masked
 from test_schedule import Recorder, cell, scheduler
 
 from brigade.core.accounting import attempt_cost
@@ -77,7 +78,7 @@ def test_the_budget_stops_launching_once_reached_and_says_what_was_spent() -> No
     # a run in flight when the budget stopped is recorded and counted too
     fourth = recorder.started[3]
     sched.finished(fourth, receipt(1, {1: {"cost_usd": 0.3}}))
-    sched.drain(lambda state: None)
+    sched.drain(lambda state, receipt: None)
     assert (budget.runs, budget.unknown, round(budget.spent, 6)) == (4, 1, 1.3)
     assert sched.lines() == [
         "stopped launching: the budget of $1.0000 was reached: $1.3000 spent by 4 seat runs "
@@ -139,8 +140,9 @@ def test_a_run_stops_launching_at_its_budget(project: Project, front: str) -> No
         done = project.run()
     assert done.returncode == 3, done.stderr
     assert project.states() == {"c0:agent:1": "unscored", "c1:agent:1": "unscored"}
-    assert headline_and_notes(done.stderr) == [
-        "brigade: 4 cells: unscored 2, missing 2 -> incomplete (exit 3)",
+    assert headline_and_notes(masked(done.stderr)) == [
+        "brigade: 4 cells: unscored 2, missing 2 -> incomplete (exit 3); <t>; report: "
+        f"{project.out / 'report' / 'index.html'}",
         "brigade: stopped launching: the budget of $0.0300 was reached: $0.0400 spent by 2 seat "
         "runs of this run; 2 cells not started",
     ]

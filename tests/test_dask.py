@@ -207,6 +207,12 @@ def attempt_files(project: Project, coordinate: str, attempt: int = 1) -> dict[s
     return files
 
 
+def verdict(stderr: str) -> str:
+    """The final line up to its exit code (the elapsed time and the report's path follow)."""
+    line = stderr.strip().splitlines()[-1]
+    return line[: line.index(")", line.index("(exit ")) + 1]
+
+
 def test_a_mixed_battery_gives_the_same_results_as_local_through_doit_and_brigade_run(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -229,9 +235,9 @@ def test_a_mixed_battery_gives_the_same_results_as_local_through_doit_and_brigad
         assert attempt_files(projects["cli"], coordinate) == attempt_files(
             projects["local"], coordinate
         )
-    last_line = local.stderr.strip().splitlines()[-1]
-    assert via_doit.stderr.strip().splitlines()[-1] == last_line
-    assert via_cli.stderr.strip().splitlines()[-1] == last_line
+    last_line = verdict(local.stderr)
+    assert verdict(via_doit.stderr) == last_line
+    assert verdict(via_cli.stderr) == last_line
 
     # a resume is a no-op: nothing submitted, nothing launched, the same verdict
     launched = len(cluster.launches())
@@ -507,7 +513,9 @@ def test_a_lost_scheduler_is_a_transport_drop_not_a_crash(
         release.touch()
         own.stop()
     assert running.returncode == 3, err
-    assert err.count("\n") == 2, err  # the read-only note and the summary line: no tracebacks
+    # the read-only note, the cell's progress line and the final line: no tracebacks
+    assert err.count("\n") == 3, err
+    assert err.splitlines()[1].startswith("brigade: [1/1] held:agent:1 adapter_error ")
     receipt = project.receipt("held:agent:1")
     assert (receipt["state"], receipt["failure_reason"]) == ("adapter_error", "transport_drop")
     assert receipt["fault"]["kind"] == "cluster_lost"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from agents.fake_cli import install
 from conftest import FAKE_AGENT, FAKE_CLI, Project
+from test_progress import masked
 
 AUTH = "Not logged in · Please run /login"
 
@@ -49,9 +50,9 @@ def test_an_auth_fault_stops_its_seat_and_the_others_finish(
     auth = project.receipt("c1:opus:1")
     assert auth["fault"] == {"kind": "auth", "message": AUTH}
     assert "failure_reason" not in auth
-    assert headline_and_notes(done.stderr) == [
+    assert headline_and_notes(masked(done.stderr)) == [
         "brigade: 10 cells: unscored 6, adapter_error 1, missing 3; measurement failures 1 "
-        "-> incomplete (exit 3)",
+        f"(auth 1) -> incomplete (exit 3); <t>; report: {project.out / 'report' / 'index.html'}",
         f"brigade: seat opus stopped after an auth fault: {AUTH}; 3 cells not started",
     ]
     summary = project.summary()
@@ -118,9 +119,10 @@ def test_a_missing_program_refuses_only_a_run_that_needs_it(
 
     # every cell of the seat is up to date: its program is not needed
     done = run()
-    assert (done.returncode, done.stderr.splitlines()[-1]) == (
+    assert (done.returncode, masked(done.stderr).splitlines()[-1]) == (
         0,
-        "brigade: 2 cells: unscored 2 -> clean (exit 0)",
+        f"brigade: 2 cells: unscored 2 -> clean (exit 0); <t>; report: "
+        f"{project.out / 'report' / 'index.html'}",
     )
     # a new case needs it: refused before anything is written or launched
     project.write_manifest(

@@ -314,7 +314,9 @@ def test_unknown_type(tmp_path: Path) -> None:
     assert result["grader_id"] == "llm_judge:0"
     assert result["grader_type"] == "llm_judge"
     assert result["version"] == "0"
-    assert result["detail"].startswith("unknown grader type 'llm_judge' (known: command, ")
+    assert result["detail"].startswith(
+        "unknown grader type 'llm_judge' (did you mean 'judge'?) (known: command, "
+    )
 
 
 @pytest.mark.parametrize("kind", [None, 5, ["exit_status"]])
@@ -330,7 +332,9 @@ def test_missing_or_non_string_type(tmp_path: Path, kind: Any) -> None:
 def test_unknown_field(tmp_path: Path) -> None:
     result = grade(context(tmp_path), {"type": "exact_output", "expected": "x", "expect": "y"})
     assert (result["status"], result["score"]) == ERROR
-    assert result["detail"] == "unknown field 'expect' for exact_output graders"
+    assert result["detail"] == (
+        "unknown field 'expect' for exact_output graders (did you mean 'expected'?)"
+    )
 
 
 def test_common_fields_are_allowed(tmp_path: Path) -> None:

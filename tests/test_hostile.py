@@ -110,6 +110,8 @@ def test_backtracking_pattern_is_warned_about_and_stopped(project: Project) -> N
         f"warning: {project.manifest}: cases[0] (slow) graders[0]: pattern '^(a+)+$' repeats "
         "a group that itself repeats (like (a+)+): it can take exponential time, and is "
         "stopped at the grader's time limit (grader_error)\n"
+        "warning: seat agent: read-only run, but the exec adapter cannot enforce it; the seat "
+        "may still change the workspace (the seat's acknowledge_read_only: true silences this)\n"
     )
     result = project.run()
     assert result.returncode == 3

@@ -1,4 +1,4 @@
-"""Reliability: any manifest or roster either loads or is refused on one line; never a
+"""Reliability: any manifest or roster either loads or is refused, one line per problem; never a
 traceback.
 
 The output directory must always be consistent: a receipt is whole or absent, an
@@ -19,13 +19,14 @@ import yaml
 from conftest import FAKE_CLI, Project
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
-from reliability import one_line
+from reliability import refusal_lines
 
 from brigade.errors import BrigadeError
 from brigade.front.session import Options, plan_only
 
 # ---------------------------------------------------------------------------------------
-# 3: any manifest or roster either loads or is refused on one line; never a traceback
+# 3: any manifest or roster either loads or is refused, one line per problem naming the file;
+# never a traceback
 # ---------------------------------------------------------------------------------------
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
@@ -190,7 +191,8 @@ VALID_MANIFEST = {
 def refusal_in_process(
     folder: Path, manifest: tuple[str, bytes], roster: tuple[str, bytes], explicit: bool = True
 ) -> str | None:
-    """plan_only on the files: None when they load, else the one-line BrigadeError message.
+    """plan_only on the files: None when they load, else the BrigadeError message: a line per
+    problem, each naming the same file.
 
     Any other exception fails the test; the output directory is never created.
     """
@@ -212,7 +214,9 @@ def refusal_in_process(
         message = None
     assert not out.exists()
     if message is not None:
-        assert message and "\n" not in message, message
+        lines = message.split("\n")
+        assert all(lines) and len(set(lines)) == len(lines), message
+        assert len({line.split(": ", 1)[0] for line in lines}) == 1, message  # one document
     if currently_in_test_context():
         event("loads" if message is None else "refused")  # --hypothesis-show-statistics
     return message
@@ -230,7 +234,7 @@ PROPERTY_SETTINGS = settings(
 
 @settings(PROPERTY_SETTINGS, max_examples=300)
 @given(manifest=document_bytes(MANIFEST), explicit=st.booleans())
-def test_any_manifest_loads_or_is_refused_on_one_line(
+def test_any_manifest_loads_or_is_refused_a_line_per_problem(
     manifest: tuple[str, bytes], explicit: bool
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
@@ -239,7 +243,7 @@ def test_any_manifest_loads_or_is_refused_on_one_line(
 
 @settings(PROPERTY_SETTINGS, max_examples=200)
 @given(roster=document_bytes(ROSTER))
-def test_any_roster_loads_or_is_refused_on_one_line(roster: tuple[str, bytes]) -> None:
+def test_any_roster_loads_or_is_refused_a_line_per_problem(roster: tuple[str, bytes]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         refusal_in_process(Path(folder), as_yaml(VALID_MANIFEST), roster)
 
@@ -385,10 +389,10 @@ def test_hostile_manifest_through_the_cli_and_doit(name: str, project: Project) 
         assert checked.returncode == 0, checked.stderr
         return
     assert checked.returncode == 2
-    assert one_line(checked.stderr).startswith("brigade: ")
+    refused = refusal_lines(checked.stderr)
     done = project.doit()
     assert done.returncode == 2
-    assert one_line(done.stderr).startswith("brigade: ")
+    assert refusal_lines(done.stderr) == refused
     assert not project.out.exists()
 
 
@@ -406,7 +410,7 @@ def test_random_manifests_through_the_cli_agree_with_the_library(
         assert checked.returncode == 0, checked.stderr
     else:
         assert checked.returncode == 2
-        line = one_line(checked.stderr)
+        lines = refusal_lines(checked.stderr)
         # how deep the parser gets before Python's recursion limit depends on the stack
-        deep = "nested too deeply" in refusal and "nested too deeply" in line
-        assert deep or line == f"brigade: {refusal}"
+        deep = "nested too deeply" in refusal and "nested too deeply" in lines[0]
+        assert deep or lines == [f"brigade: {line}" for line in refusal.split("\n")]

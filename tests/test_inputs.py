@@ -298,7 +298,7 @@ BAD: dict[str, Bad] = {
     "seat sandbox key": Bad(
         {"roster.yaml": roster("{cli: claude, sandbox: {writeable: [a]}}")},
         "roster.yaml: seats.worker.sandbox.writeable: ",
-        "unknown key (allowed: hidden, mode, readable, writable)",
+        "unknown key (did you mean 'writable'?) (allowed: hidden, mode, readable, writable)",
     ),
     "seat network": Bad(
         {"roster.yaml": roster("{cli: claude, network: offline}")},
@@ -555,7 +555,16 @@ def test_validate_ok_line(tmp_path: Path) -> None:
     result = brigade("validate", "m.yaml", "--roster", "roster.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "m.yaml: ok: 2 case(s) x 1 seat(s) = 3 cell(s), roster roster.yaml\n"
-    assert result.stderr == ""
+    from brigade.run import sandbox
+
+    found = sandbox.availability()  # the sandbox keeps the seat from writing, where it works
+    assert result.stderr == (
+        ""
+        if found.ok
+        else "warning: seat worker: read-only run, but the sandbox cannot run here "
+        f"({found.detail}) and the exec adapter cannot enforce it; the seat may still change "
+        "the workspace (the seat's acknowledge_read_only: true silences this)\n"
+    )
 
 
 def test_default_roster_beside_the_manifest(tmp_path: Path) -> None:

@@ -239,7 +239,11 @@ def test_a_judge_seat_may_judge_its_own_cells(project: Project) -> None:
         graders=[{"type": "judge", "seat": "critic", "rubric": RUBRIC}],
     )
     done = project.brigade("validate", str(project.manifest), "--roster", str(project.roster))
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stderr) == (
+        0,
+        "warning: seat critic: read-only run, but the exec adapter cannot enforce it; the seat "
+        "may still change the workspace (the seat's acknowledge_read_only: true silences this)\n",
+    )
     assert run(project).returncode == 0
     assert project.states() == {"self:critic:1": "accepted"}
 
@@ -262,6 +266,8 @@ def test_validate_names_an_unknown_judge_seat_and_missing_fields(project: Projec
         f"(it defines: agent){tail}",
         f"warning: {where} graders[1]: judge graders need a 'rubric' field{tail}",
         f"warning: {where} graders[2]: command graders need a 'command' field{tail}",
+        "warning: seat agent: read-only run, but the exec adapter cannot enforce it; the seat "
+        "may still change the workspace (the seat's acknowledge_read_only: true silences this)",
     ]
     assert run(project).returncode == 3
     [unknown, _, _] = project.receipt("hello:agent:1")["graders"]

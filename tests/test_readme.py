@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,46 @@ def test_every_summary_key_is_documented() -> None:
     for name in ("usage_totals", "grader_usage"):
         assert set(schema["$defs"][name]["properties"]) <= documented, name
     assert set(seat["agent"]["properties"]) <= documented
+
+
+def make_target(target: str) -> str:
+    """The recipe of a Makefile target, one line."""
+    text = (REPO / "Makefile").read_text()
+    match = re.search(rf"^{target}:\n((?:\t.*\n)+)", text, re.M)
+    assert match, target
+    return match.group(1).strip()
+
+
+def test_make_test_is_the_readme_test_command() -> None:
+    assert make_target("test") == block_after("test-command")
+
+
+def test_make_eval_keeps_brigades_exit_code_in_the_status_file(repo_copy: Path) -> None:
+    shutil.copy(REPO / "Makefile", repo_copy / "Makefile")
+    doit = f"{sys.executable} -m doit"
+    done = subprocess.run(
+        ["make", "eval", f"DOIT={doit}"], cwd=repo_copy, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 2  # make's own code for any failing recipe
+    status = repo_copy / ".brigade" / "make-status"
+    assert status.read_text() == "1\n"  # brigade's: the sloppy seat fails on purpose
+    assert (repo_copy / ".brigade" / "evals" / "demo" / "report" / "junit.xml").exists()
+    brigade = " ".join(brigade_command())
+    report = subprocess.run(
+        ["make", "report", f"BRIGADE={brigade}", "STATUS=out/status"],
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.returncode == 2, report.stderr
+    assert (repo_copy / "out" / "status").read_text() == "1\n"
+    bad = subprocess.run(
+        ["make", "eval", f"DOIT={doit}", "MANIFEST=nope.yaml"],
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert status.read_text() == "2\n"

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from agents.fake_cli import install
 from conftest import FAKE_CLI, Project, alive, git, git_workspace, wait_for
+from test_progress import masked
 
 from brigade.core.specs import SandboxSpec, SeatSpec
 from brigade.run import proc, sandbox
@@ -723,7 +724,11 @@ def test_read_only_seat_changes_nothing_and_its_failures_are_its_result(project:
     project.write_manifest([{"id": "w", "prompt": prompt, "graders": EXIT_STATUS}])
     done = project.run()
     assert done.returncode == 1, done.stderr
-    assert done.stderr == ("brigade: 1 cell: execution_error 1 -> rejected (exit 1)\n")
+    assert masked(done.stderr) == (
+        "brigade: [1/1] w:agent:1 execution_error <t>\n"
+        "brigade: 1 cell: execution_error 1 -> rejected (exit 1); <t>; report: "
+        f"{project.out / 'report' / 'index.html'}\n"
+    )
     receipt = project.receipt("w:agent:1")
     assert (receipt["state"], receipt["exit_code"]) == ("execution_error", 1)
     assert "failure_reason" not in receipt
@@ -863,7 +868,8 @@ def test_auto_without_bwrap_runs_as_before_with_its_warning(
     why = f"the sandbox cannot run here (bwrap is not on PATH; {sandbox.INSTALL_HINT})"
     assert done.stderr.splitlines()[:2] == [
         f"brigade: seat agent: read-only run, but {why} and the exec adapter cannot enforce it; "
-        "the seat may still change the workspace",
+        "the seat may still change the workspace (the seat's acknowledge_read_only: true "
+        "silences this)",
         f"brigade: seat agent: network: false, but {why}; the seat can still use the network",
     ]
     receipt = project.receipt("c:agent:1")
@@ -885,7 +891,12 @@ def test_no_warning_when_the_sandbox_enforces_read_only(project: Project) -> Non
     project.write_roster({"agent": sandboxed_seat(project)}, sandbox="auto")
     project.write_manifest([{"id": "c", "prompt": "answer: hi"}])
     done = project.run()
-    assert (done.returncode, done.stderr) == (0, "brigade: 1 cell: unscored 1 -> clean (exit 0)\n")
+    assert (done.returncode, masked(done.stderr)) == (
+        0,
+        "brigade: [1/1] c:agent:1 unscored <t>\n"
+        "brigade: 1 cell: unscored 1 -> clean (exit 0); <t>; report: "
+        f"{project.out / 'report' / 'index.html'}\n",
+    )
 
 
 @needs_bwrap
@@ -1025,7 +1036,11 @@ def test_the_sandbox_is_not_part_of_any_identity(project: Project, tmp_path: Pat
     empty = tmp_path / "no-bwrap"
     empty.mkdir()
     noop = project.run("--sandbox", "required", PATH=str(empty))
-    assert (noop.returncode, noop.stderr) == (0, "brigade: 1 cell: unscored 1 -> clean (exit 0)\n")
+    assert (noop.returncode, masked(noop.stderr)) == (
+        0,
+        "brigade: 1 cell: unscored 1 -> clean (exit 0); <t>; report: "
+        f"{project.out / 'report' / 'index.html'}\n",
+    )
 
 
 def test_doctor_says_whether_the_sandbox_works(project: Project, tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def drained(
     for c in cells:
         sched.add(c)
     counted: list[str | None] = []
-    sched.drain(counted.append)
+    sched.drain(lambda state, receipt: counted.append(state))
     return run, sched, counted
 
 
@@ -231,7 +231,7 @@ def test_the_stop_switch_keeps_every_queued_cell_back() -> None:
     sched.finished(job, ok(job))
     assert recorder.names() == ["c0:a:1#1"]
     assert seen == [job.cell.cell_id]
-    sched.drain(lambda state: None)
+    sched.drain(lambda state, receipt: None)
     assert sched.lines() == [
         "stopped launching: the spending limit of $1.00 was reached; 5 cells not started"
     ]

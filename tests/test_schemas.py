@@ -21,7 +21,7 @@ SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*.json"))
 
 def test_every_file_has_a_tag() -> None:
     assert sorted(p.name for p in SCHEMA_FILES) == sorted(schemas.FILES.values())
-    assert len(SCHEMA_FILES) == 13
+    assert len(SCHEMA_FILES) == 14
 
 
 @pytest.mark.parametrize("path", SCHEMA_FILES, ids=[p.name for p in SCHEMA_FILES])
@@ -179,14 +179,16 @@ def test_describe_long_values_are_shortened() -> None:
     assert problem == 'schema: must be "brigade.eval_manifest.v1", got "' + "x" * 56 + "..."
 
 
-def test_check_input_one_line_with_label_and_count() -> None:
-    doc = manifest(trials=0, bogus=1)
+def test_check_input_lists_every_problem_a_line_each() -> None:
+    doc = manifest(trials=0, bogus=1, trails=2)
     with pytest.raises(InputError) as caught:
         schemas.check_input(doc, MANIFEST, "dir/m.yaml")
-    message = str(caught.value)
-    assert "\n" not in message
-    assert message.startswith("dir/m.yaml: ")
-    assert message.endswith(" (and 1 more problem)")
+    allowed = "cases, description, execution, graders, name, roster, schema, seats, trials"
+    assert str(caught.value).splitlines() == [
+        f"dir/m.yaml: bogus: unknown key (allowed: {allowed})",
+        f"dir/m.yaml: trails: unknown key (did you mean 'trials'?) (allowed: {allowed})",
+        "dir/m.yaml: trials: must be at least 1, got 0",
+    ]
 
 
 def test_check_input_ok() -> None:
@@ -293,6 +295,12 @@ def test_fast_output_check_agrees_with_jsonschema(project: Any) -> None:
     documents.append((Path("run/transcript.json"), TRANSCRIPT["schema"], TRANSCRIPT))
     usage_docs = [usage_document(usage) for usage in USAGE.values() if usage is not None]
     documents.extend((Path("usage"), "brigade.usage.v1", doc) for doc in usage_docs)
+    # nothing was forgotten in this run: a forgotten.json of one cell stands for one
+    forgotten = {
+        "schema": "brigade.forgotten.v1",
+        "cells": {"a" * 64: {"coordinate": "c:s:1", "attempt": 1, "forgotten_at": "2026-01-01"}},
+    }
+    documents.append((Path("forgotten.json"), forgotten["schema"], forgotten))
     for path, tag, doc in documents:
         if tag not in tags:
             continue

@@ -68,7 +68,8 @@ def test_a_run_collects_finished_cells_and_a_listing_shows_each(
     assert [task.action for task in listed.own] == ["skip"] * 5
     assert [task.state for task in listed.own] == list(BATTERY_STATES.values())
     assert listed.collected == Counter()
-    named = select(session, named=frozenset({"cell:no:agent:1"}))
+    no = next(c.cell_id for c in session.plan.cells if c.coordinate == "no:agent:1")
+    named = select(session, named=frozenset({no}))
     assert coordinates(named) == ["no:agent:1"]
     assert sum(named.collected.values()) == 4
 
@@ -177,18 +178,24 @@ def test_doit_variables() -> None:
 
 
 class FakeCommand:
-    def __init__(self, execute_tasks: bool) -> None:
+    def __init__(self, name: str, execute_tasks: bool = False) -> None:
+        self.name = name
         self.execute_tasks = execute_tasks
 
 
-def test_only_commands_that_run_tasks_write() -> None:
-    assert tasks.writes(FakeCommand(True))
-    assert not tasks.writes(FakeCommand(False))
-    assert tasks.writes(None)  # not imported by doit: assume it writes
+def test_commands_that_run_tasks_or_change_the_db_write() -> None:
+    run = FakeCommand("run", execute_tasks=True)
+    assert tasks.writes(run) and tasks.runs(run)
+    for name in ("forget", "ignore", "reset-dep", "clean"):
+        assert tasks.writes(FakeCommand(name)) and not tasks.runs(FakeCommand(name))
+    for name in ("list", "info", "help"):
+        assert not tasks.writes(FakeCommand(name)) and not tasks.runs(FakeCommand(name))
+    assert tasks.writes(None) and tasks.runs(None)  # not imported by doit: a run
     assert tasks.doit_command() == (None, ())
+    assert tasks.doit_options() == {}
 
 
-def test_the_dodo_locks_before_reading_for_a_run_only(
+def test_the_dodo_locks_before_reading_unless_the_command_only_reads(
     finished_battery: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     variables = {
@@ -205,9 +212,9 @@ def test_the_dodo_locks_before_reading_for_a_run_only(
         return original(options, inputs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(tasks, "open_session", opened)
-    monkeypatch.setattr(tasks, "doit_command", lambda: (FakeCommand(False), ()))
+    monkeypatch.setattr(tasks, "doit_command", lambda: (FakeCommand("list"), ()))
     tasks.dodo_namespace(variables)
-    monkeypatch.setattr(tasks, "doit_command", lambda: (FakeCommand(True), ("cell",)))
+    monkeypatch.setattr(tasks, "doit_command", lambda: (FakeCommand("run", True), ("cell",)))
     try:
         tasks.dodo_namespace(variables)
     finally:

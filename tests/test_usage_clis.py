@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from agents.fake_cli import install
 from conftest import Project
+from test_progress import masked
 
 ANSWER = [{"type": "exact_output", "expected": "All good."}]
 # codex reports tokens only (and names no model): the price table prices the seat's model
@@ -126,8 +127,9 @@ def test_a_budget_stops_on_the_cost_claude_reported(project: Project) -> None:
     done = project.run("--max-cost", "0.1", PATH=path)
     assert done.returncode == 3, done.stderr
     assert project.states() == {"c0:opus:1": "accepted"}
-    assert done.stderr.splitlines()[-2:] == [
-        "brigade: 3 cells: accepted 1, missing 2 -> incomplete (exit 3)",
+    assert masked(done.stderr).splitlines()[-2:] == [
+        "brigade: 3 cells: accepted 1, missing 2 -> incomplete (exit 3); <t>; report: "
+        f"{project.out / 'report' / 'index.html'}",
         "brigade: stopped launching: the budget of $0.1000 was reached: $0.1226 spent by 1 seat "
         "run of this run; 2 cells not started",
     ]

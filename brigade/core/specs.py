@@ -105,6 +105,8 @@ class SeatSpec:
     # enters the identity, so turning the sandbox on re-runs nothing
     sandbox: SandboxSpec = field(default_factory=SandboxSpec)
     network: bool = True
+    # the roster knows read-only is not enforced for this seat: no warning (not identity)
+    acknowledge_read_only: bool = False
 
     def identity(self) -> dict[str, Any]:
         """The seat's part of the cell identity payload (frozen field set)."""

@@ -16,9 +16,10 @@ from typing import Any, NoReturn
 from brigade import __version__
 from brigade.core.plan import Plan, expand, plan_from_document
 from brigade.core.receipts import views_of
+from brigade.core.selection import CellFilter
 from brigade.core.specs import SANDBOX_MODES
-from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, GRADEABLE
-from brigade.errors import BrigadeError, InputError
+from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, EXIT_REJECTED, GRADEABLE
+from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front.session import Options, grader_warnings, load_inputs, lock_output, plan_only
 from brigade.outdir import lock, store
 from brigade.outdir.results import current_receipts, read_plan_document, summarize
@@ -47,18 +48,31 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Check a manifest and its roster; exit 0 when they are valid, 2 when not.
 
-    Graders that would record grader_error (a bad pattern, an unknown type) are
-    reported as warnings: they do not stop a run, they are recorded as faults.
+    Every problem of a document is listed, one line each. Warnings do not stop
+    a run (one line each on stderr): graders that would record grader_error (an
+    unknown type or field, a bad pattern), patterns that can take exponential
+    time, seats whose read-only run or `network: false` nothing enforces. With --strict
+    a warning exits 1, so CI can gate on them.
     """
     manifest, roster, label = load_inputs(args.manifest, args.roster)
     cells = expand(manifest, roster, label)
-    for warning in grader_warnings(manifest, roster):
+    warnings = grader_warnings(manifest, roster)
+    from brigade.run.doctor import confinement_notes
+
+    seats = [roster.seats[name] for name in manifest.seats]
+    try:
+        warnings += confinement_notes(
+            seats, Path.cwd(), read_only=manifest.execution_mode == "read-only"
+        )
+    except EnvironmentProblem as refused:  # a run here would be refused: say so, as a warning
+        warnings.append(str(refused))
+    for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(
         f"{args.manifest}: ok: {len(manifest.cases)} case(s) x {len(manifest.seats)} seat(s) "
         f"= {len(cells)} cell(s), roster {label}"
     )
-    return 0
+    return EXIT_REJECTED if args.strict and warnings else 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -83,14 +97,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     Finished cells are skipped, crashed ones re-run as new attempts, grader
     faults are re-graded from stored output. Exit 0: only accepted/unscored;
     1: a real failure of a seat; 3: a measurement failure; 2: could not start.
+    --case/--seat/--trial (repeatable; glob patterns) run a subset: the exit
+    code covers it, summary.json, the export and the report the whole plan.
     With --executor dask the seats run on a Dask cluster's workers (see README).
     """
-    from doit.cmd_base import ModuleTaskLoader
-    from doit.doit_cmd import DoitMain
-
-    from brigade.front.session import open_session
-    from brigade.front.tasks import namespace, run_info
-
     if args.jobs < 1:
         raise InputError(f"-n/--jobs: must be at least 1, got {args.jobs}")
     options = Options(
@@ -109,20 +119,72 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_timeouts=args.retry_timeouts,
         max_cost=args.max_cost,
         sandbox=args.sandbox,
+        cells=CellFilter(
+            cases=tuple(args.case or ()),
+            seats=tuple(args.seat or ()),
+            trials=tuple(args.trial or ()),
+        ),
+        quiet=args.quiet,
+        progress_rate=args.progress_rate,
     )
+    return run_through_doit(options)
+
+
+def run_through_doit(options: Options) -> int:
+    """Open a session (under the output directory's lock) and run its tasks through doit."""
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    from brigade.front.session import open_session
+    from brigade.front.tasks import choose, namespace, run_info
+
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
     # hold the lock before scanning, so the scan sees a quiet output directory
     lock_output(options, inputs[0])
     session = open_session(options, inputs)
+    choice = choose(session)
     info = run_info(session)
-    doit_args = ["run"] + (["-n", str(args.jobs)] if args.jobs > 1 else [])
+    doit_args = ["run"] + (["-n", str(options.jobs)] if options.jobs > 1 else [])
     try:
-        code = DoitMain(ModuleTaskLoader(namespace(session, info)), config_filenames=()).run(
-            doit_args
-        )
+        code = DoitMain(
+            ModuleTaskLoader(namespace(session, info, choice=choice)), config_filenames=()
+        ).run(doit_args)
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     return int(code)
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """Run chosen cells again as new attempts (their earlier attempts stay on disk).
+
+    CELL is a coordinate (case:seat:trial) or a glob pattern over coordinates
+    (`greet:*:1`). The output directory's plan.json names the manifest, roster
+    and workspace it was run with; the cells are those of that manifest as it
+    is now. The exit code covers the cells run again; summary.json, the
+    export and the report the whole plan.
+    """
+    out = _output_dir(args.dir)
+    plan = _load_plan(out)
+    context = plan.context or {}
+    if "manifest" not in context:
+        raise InputError(
+            f"{out / store.PLAN_FILE}: does not say which manifest it was run with; "
+            "run `doit rerun=CASE:SEAT:TRIAL manifest=...` or `brigade run MANIFEST` instead"
+        )
+    roster = context.get("roster")
+    options = Options(
+        manifest=Path(context["manifest"]),
+        roster=Path(roster) if roster else None,
+        out=out,
+        workspace=Path(context["workspace"]) if "workspace" in context else None,
+        wait=args.wait,
+        rerun=tuple(args.cells),
+        quiet=args.quiet,
+        jobs=args.jobs,
+    )
+    if args.jobs < 1:
+        raise InputError(f"-n/--jobs: must be at least 1, got {args.jobs}")
+    return run_through_doit(options)
 
 
 def _output_dir(value: Path | None) -> Path:
@@ -190,6 +252,40 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         f"{_counts_line(summary['counts'])}"
     )
     return int(summary["exit_code"])
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """List the stale cells of an output directory; with --yes, remove them.
+
+    Stale cells are the folders of cells the current plan does not hold: those
+    a manifest edit replaced (plan.json stale_cells) and those of earlier
+    generations or of cases and seats since removed. --yes removes their
+    folders, clears plan.json's stale list and finishes the directory again
+    (summary.json, the export and the report), so all three stay consistent.
+    """
+    from brigade.outdir import prune
+    from brigade.report.finish import finish_run
+
+    out = _output_dir(args.dir)
+    store.check_layout(out)
+    lock.acquire(out, wait=args.wait)
+    plan = _load_plan(out)
+    stale = prune.stale_cells(out, plan)
+    if not stale:
+        print("no stale cells")
+        return 0
+    for cell in stale:
+        why = "stale" if cell.listed else "not in the plan"
+        print(f"{cell.coordinate or '?'}  {cell.state}  {why}  {store.CELLS_DIR}/{cell.cell_id}")
+    if not args.yes:
+        print(f"{len(stale)} stale cell(s); brigade prune {args.dir} --yes removes them")
+        return 0
+    pruned = prune.remove(out, stale)
+    finished = finish_run(out, pruned or plan, _plan_workspace(plan))
+    if _leaked(finished.leaks):
+        return EXIT_MEASUREMENT
+    print(f"removed {len(stale)} stale cell(s); summary.json, the export and the report rewritten")
+    return 0
 
 
 def _leaked(leaks: Sequence[Any]) -> bool:
@@ -460,6 +556,26 @@ def sandbox_line() -> str:
     return f"sandbox: UNAVAILABLE, {found.detail}{raw}; seats run with only their CLI's own limits"
 
 
+def _trial(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a trial number: {text!r}")
+    return int(text)
+
+
+def _add_progress(sub: argparse.ArgumentParser, rate: bool = True) -> None:
+    sub.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress on stderr (the final line stays)"
+    )
+    if rate:
+        sub.add_argument(
+            "--progress-rate",
+            type=int,
+            metavar="N",
+            help="without a terminal: a line per finished cell up to N per 30 s, then a "
+            "summary line every 30 s (default 60)",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command (their docstrings are the help)."""
     parser = _Parser(
@@ -482,6 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("validate", cmd_validate)
     _add_inputs(sub)
+    sub.add_argument(
+        "--strict", action="store_true", help="exit 1 when there are warnings (for CI gates)"
+    )
 
     sub = command("plan", cmd_plan)
     _add_inputs(sub)
@@ -549,6 +668,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="every seat's filesystem sandbox: auto (when it works here), required (refuse to "
         "run without it) or off (default: each seat's `sandbox`, else the roster's, else auto)",
     )
+    sub.add_argument(
+        "--case",
+        action="append",
+        metavar="ID",
+        help="run only cells of this case (a glob pattern too; repeatable)",
+    )
+    sub.add_argument(
+        "--seat",
+        action="append",
+        metavar="SEAT",
+        help="run only cells of this seat (a glob pattern too; repeatable)",
+    )
+    sub.add_argument(
+        "--trial",
+        action="append",
+        type=_trial,
+        metavar="N",
+        help="run only this trial number (repeatable)",
+    )
+    _add_progress(sub)
+
+    sub = command("rerun", cmd_rerun)
+    sub.add_argument("dir", type=Path, help="output directory")
+    sub.add_argument("cells", nargs="+", metavar="CELL", help="case:seat:trial, or a pattern")
+    sub.add_argument("-n", "--jobs", type=int, default=1, help="cells to run in parallel")
+    sub.add_argument(
+        "--wait", action="store_true", help="wait for another run on the same output directory"
+    )
+    _add_progress(sub, rate=False)
 
     sub = command("regrade", cmd_regrade)
     sub.add_argument("dir", nargs="?", type=Path, help="output directory")
@@ -583,6 +731,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("manifest", nargs="?", type=Path, help="manifest whose seats to check")
     sub.add_argument("--roster", type=Path, help="roster file")
 
+    sub = command("prune", cmd_prune)
+    sub.add_argument("dir", type=Path, help="output directory")
+    sub.add_argument("--yes", action="store_true", help="remove the stale cells listed")
+    sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
+
     sub = command("export", cmd_export)
     sub.add_argument("dir", type=Path, help="output directory")
     sub.add_argument("--to", type=Path, help="destination (default: <dir>/export)")
@@ -600,7 +753,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except BrigadeError as exc:
-        print(f"brigade: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():  # several problems of a document: a line each
+            print(f"brigade: {line}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         # output piped into `head` and the like: stop quietly, like cat does

@@ -21,6 +21,7 @@ from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView, view_of
+from brigade.core.selection import CellFilter
 from brigade.core.specs import (
     ExecutorKind,
     ExecutorSpec,
@@ -33,7 +34,7 @@ from brigade.core.specs import (
 from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
 from brigade.errors import InputError
 from brigade.inputs import loading
-from brigade.outdir import caches, lock, store
+from brigade.outdir import caches, forgotten, lock, store
 from brigade.outdir.planfile import plan_against_disk
 from brigade.run import graders
 from brigade.run.doctor import confinement_notes
@@ -65,6 +66,11 @@ class Options:
     # --max-cost USD (doit: max_cost=USD); None: the manifest's, else the roster's
     max_cost: float | None = None
     sandbox: SandboxMode | None = None  # every seat's sandbox mode (None: each seat's own)
+    # a subset: the cells the run is about (the exit code covers them alone)
+    cells: CellFilter = field(default_factory=CellFilter)
+    rerun: tuple[str, ...] = ()  # coordinates (or patterns) to run again as new attempts
+    quiet: bool = False  # no progress on stderr (the final line stays)
+    progress_rate: int | None = None  # per-cell lines per 30 s without a terminal (None: default)
 
     def __post_init__(self) -> None:
         if self.max_cost is not None and not (0 < self.max_cost < math.inf):
@@ -119,6 +125,7 @@ class Session:
     plan_inputs: str | None = None  # the expansion key recorded with the plan index
     plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
     resumed: bool = False  # the output directory held a plan before
+    stale_changed: bool = False  # the stale cells differ from those plan.json lists
     warnings: list[str] = field(default_factory=list)
     # finished cells with an apparatus fault left as they are (no --retry-transient)
     kept_faults: int = 0
@@ -128,6 +135,9 @@ class Session:
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     launching: dict[str, SeatSpec] = field(default_factory=dict)  # seats with a cell to run
     cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
+    # cells `doit forget` asked to run again that have not run since (forgotten.json)
+    forgotten: frozenset[str] = frozenset()
+    forgotten_file: bool = False  # forgotten.json holds entries (the final task settles them)
 
 
 @contextlib.contextmanager
@@ -342,6 +352,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         plan_inputs=on_disk.inputs,
         plan_is_current=on_disk.current and on_disk.indexed,
         resumed=on_disk.resumed,
+        stale_changed=on_disk.stale_changed,
         warnings=grader_warnings(manifest, roster),
         executor=executor,
     )
@@ -408,10 +419,7 @@ def confinement_check(session: Session) -> list[str]:
     Nothing is probed when no seat will launch (a no-op resume); a seat whose
     sandbox is required but cannot run here refuses the run (EnvironmentProblem).
     """
-    if session.options.always:
-        seats = [session.roster.seats[name] for name in session.manifest.seats]
-    else:
-        seats = list(session.launching.values())
+    seats = list(session.launching.values())  # (the tasks set them: a subset's, forced ones)
     if not seats:
         return []
     return confinement_notes(
@@ -424,6 +432,11 @@ def confinement_check(session: Session) -> list[str]:
 
 
 _FAULTED = frozenset({"adapter_error", "execution_error"})
+
+
+def kept_fault(view: ReceiptView | None) -> bool:
+    """A finished cell with an apparatus fault, which --retry-transient would run again."""
+    return view is not None and view.state in _FAULTED and is_transient(view)
 
 
 def scan(session: Session) -> None:
@@ -453,10 +466,13 @@ def scan(session: Session) -> None:
             actions[cell_id] = action
             if action == "run":
                 needs_run.append(cell)
-            elif action == "skip" and view is not None and view.state in _FAULTED:
-                if is_transient(view):  # what --retry-transient would run again
-                    kept += 1
+            elif action == "skip" and kept_fault(view):
+                kept += 1
     session.kept_faults = kept
+    entries = forgotten.read(out)
+    if entries:
+        session.forgotten_file = True
+        session.forgotten = forgotten.pending(entries, recorded)
     if not needs_run:
         return
     sources = reuse_index(out, {c.cell_id for c in session.plan.cells}, retry)

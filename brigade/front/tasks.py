@@ -22,9 +22,12 @@ from doit.exceptions import TaskFailed
 
 from brigade.core.plan import Cell, Plan
 from brigade.core.receipts import ReceiptView
+from brigade.core.selection import CellFilter, cells_at, did_you_mean, filter_cells
 from brigade.core.specs import SANDBOX_MODES, ExecutorKind, SandboxMode
 from brigade.core.taxonomy import Action
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
+from brigade.front import names
+from brigade.front.names import Named, cell_task_name, grade_task_name
 from brigade.front.reporter import REFUSED, RunInfo, make_reporter
 from brigade.front.session import (
     Options,
@@ -32,12 +35,13 @@ from brigade.front.session import (
     build_scheduler,
     confinement_check,
     indexes_changed,
+    kept_fault,
     load_inputs,
     lock_output,
     open_session,
     save_indexes,
 )
-from brigade.outdir import store
+from brigade.outdir import forgotten, store
 from brigade.outdir.planfile import write_plan
 from brigade.report.finish import finish_run, leak_lines
 from brigade.run.doctor import missing_programs
@@ -115,19 +119,15 @@ def dep_file(out: Path) -> str:
     return str(path)
 
 
-def cell_task_name(coordinate: str) -> str:
-    """`cell:<case>:<seat>:<trial>`."""
-    return f"cell:{coordinate}"
-
-
 def run_info(session: Session) -> RunInfo:
     """The reporter's view of the session."""
     notes = list(session.warnings)
     stale = len(session.plan.stale_cells)
-    if stale and session.resumed:
+    if stale and session.resumed and session.stale_changed:  # said once, when it changes
         notes.append(
             f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier manifest "
-            "(kept on disk, not counted; listed in plan.json stale_cells)"
+            "(kept on disk, not counted; listed in plan.json stale_cells; brigade prune "
+            "removes them)"
         )
     info = RunInfo(
         out=session.out,
@@ -136,11 +136,15 @@ def run_info(session: Session) -> RunInfo:
         wait=session.options.wait,
         notes=notes,
         kept_faults=0 if session.options.always else session.kept_faults,
+        resumed=session.resumed,
+        quiet=session.options.quiet,
+        progress_rate=session.options.progress_rate,
     )
 
     def start() -> None:
         # before anything is written: a required sandbox that cannot run refuses the run
-        info.notes.extend(confinement_check(session))
+        # (its warnings are said with each seat's first launch: `launch_notes`)
+        confinement_check(session)
         if session.cluster is not None:
             session.cluster.start()
 
@@ -155,6 +159,57 @@ class CellTask:
     cell: Cell
     action: Action
     state: str | None  # the recorded state at load time (None: no trustworthy receipt)
+    forced: bool = False  # a new attempt whatever the receipt says (always, rerun, forget)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a run is about: a subset of the plan (the exit code covers it alone), the cells
+    to run as new attempts whatever their receipts say, the cells named one by one."""
+
+    subset: frozenset[str] | None = None  # cell ids (None: the whole plan)
+    always: bool = False  # every cell of the subset runs as a new attempt
+    forced: frozenset[str] = frozenset()  # these cells run as new attempts
+    named: tuple[Cell, ...] = ()  # named on the command line: a task of their own each
+    by_names: tuple[Cell, ...] = ()  # every cell the task names chose (patterns too)
+    # a task name held a wildcard: doit must see every chosen cell's task at load time
+    eager: bool = False
+    how: str = ""  # how the subset was chosen (for the final line)
+
+
+def choose(session: Session, named: Named | None = None, *, always: bool | None = None) -> Choice:
+    """The run's subset from the options (cases/seats/trials, rerun) and the task names on
+    doit's command line, intersected; InputError when a name chooses nothing."""
+    options = session.options
+    cells = session.plan.cells
+    groups: list[tuple[str, list[Cell]]] = []
+    if options.cells:
+        groups.append((options.cells.describe(), filter_cells(cells, options.cells)))
+    rerun = cells_at(cells, options.rerun) if options.rerun else []
+    if rerun:
+        groups.append(("rerun", rerun))
+    if named is not None and named.cells is not None:
+        groups.append(("task names", list(named.cells)))
+    subset: frozenset[str] | None = None
+    if groups:
+        ids = set.intersection(*({cell.cell_id for cell in group} for _, group in groups))
+        if not ids:
+            raise InputError(
+                " and ".join(how for how, _ in groups) + ": no cell is chosen by all of these"
+            )
+        subset = frozenset(ids) if len(ids) < len(cells) else None
+    scope = subset if subset is not None else None
+    forced = {cell.cell_id for cell in rerun}
+    forced |= session.forgotten if scope is None else session.forgotten & scope
+    return Choice(
+        subset=subset,
+        always=options.always if always is None else always,
+        forced=frozenset(forced),
+        named=named.exact if named is not None else (),
+        by_names=named.cells or () if named is not None else (),
+        eager=named is not None and named.patterns,
+        how=" and ".join(how for how, _ in groups),
+    )
 
 
 @dataclass
@@ -165,8 +220,10 @@ class Selection:
     # finished cells sharing the one `cell:finished` task: how many of each recorded state
     collected: Counter[str] = field(default_factory=Counter)
     # cell_id -> the view of the receipt (as read under the lock) of every cell up to date
+    # or outside the subset (nothing of this run changes them)
     unchanged: dict[str, ReceiptView | None] = field(default_factory=dict)
     regrade: list[Cell] = field(default_factory=list)  # cells whose grade task re-grades
+    outside: int = 0  # cells outside the run's subset: no task, not counted
     # no cell runs and no receipt changed since the last run: its summary still holds
     untouched: bool = False
 
@@ -179,6 +236,8 @@ def select(
     always: bool,
     share: bool,
     named: frozenset[str] = frozenset(),
+    subset: frozenset[str] | None = None,
+    forced: frozenset[str] = frozenset(),
     plan_is_current: bool = False,
     receipts_changed: bool = True,
 ) -> Selection:
@@ -186,28 +245,32 @@ def select(
 
     `share`: finished cells are collected in one task (a run: doit spends about
     50 us per task, which a no-op resume of a big battery would notice) unless
-    named on the command line (`named`); otherwise (`doit list`, `doit info`)
-    every cell has a task of its own. `always` runs every cell.
+    named on the command line (`named`, cell ids); otherwise (`doit list`, `doit
+    info`) every cell has a task of its own. Cells outside the `subset` (cell
+    ids; None: every cell) get no task. `always` runs every cell of the subset,
+    `forced` these cells, as new attempts.
     """
     chosen = Selection()
     for cell in plan.cells:
         cell_id = cell.cell_id
         view = recorded[cell_id]
+        if subset is not None and cell_id not in subset:
+            chosen.unchanged[cell_id] = view
+            chosen.outside += 1
+            continue
         state = view.state if view is not None else None
-        action: Action = "run" if always else actions[cell_id]
+        force = always or cell_id in forced
+        action: Action = "run" if force else actions[cell_id]
         if action == "skip":
             chosen.unchanged[cell_id] = view
-            if share and cell_task_name(cell.coordinate) not in named:
+            if share and cell_id not in named:
                 chosen.collected[state or "missing"] += 1
                 continue
         elif action == "regrade":
             chosen.regrade.append(cell)
-        chosen.own.append(CellTask(cell, action, state))
+        chosen.own.append(CellTask(cell, action, state, force))
     chosen.untouched = (
-        plan_is_current
-        and not receipts_changed
-        and not always
-        and len(chosen.unchanged) == len(plan.cells)
+        plan_is_current and not receipts_changed and len(chosen.unchanged) == len(plan.cells)
     )
     return chosen
 
@@ -253,7 +316,6 @@ def cell_tasks(chosen: Selection, session: Session, hand: Hand | None) -> Iterat
             "actions": [],
             "uptodate": [True],
         }
-    always = session.options.always
     cells_folder = f"{session.ctx.out}/{store.CELLS_DIR}/"
     for task in chosen.own:
         cell = task.cell
@@ -271,7 +333,7 @@ def cell_tasks(chosen: Selection, session: Session, hand: Hand | None) -> Iterat
                         session.ctx,
                         cell,
                         session.reuse.get(cell.cell_id),
-                        always,
+                        task.forced,
                         hand,
                     ],
                 )
@@ -286,7 +348,7 @@ def grade_tasks(chosen: Selection, ctx: RunContext) -> Iterator[dict[str, Any]]:
     yield {"basename": "grade", "name": None, "doc": grade_tasks.__doc__}
     for cell in chosen.regrade:
         yield {
-            "name": cell.coordinate,
+            "name": names.escape(cell.coordinate),
             "actions": [(guarded, [regrade_if_needed, ctx, cell])],
             # its cell task is up to date (it only grades): no need to wait for it
             "task_dep": ["plan"],
@@ -306,7 +368,11 @@ def collect_task(scheduler: Scheduler, session: Session, info: RunInfo) -> dict[
     }
 
 
-def collect(scheduler: Scheduler, session: Session, count: Callable[[str | None], None]) -> None:
+def collect(
+    scheduler: Scheduler,
+    session: Session,
+    count: Callable[[str | None, Mapping[str, Any] | None], None],
+) -> None:
     """Drain the scheduler (then let go of the Dask cluster, when seats ran there)."""
     try:
         scheduler.drain(count)
@@ -333,6 +399,8 @@ def summary_task(chosen: Selection, session: Session, collecting: bool) -> dict[
                 ],
             ),
             (guarded, [save_indexes, session]),
+            # forgotten cells that ran are done (forgotten.json, when there is one)
+            *([(guarded, [forgotten.settle, session.out])] if session.forgotten_file else []),
         ],
         # after every cell task and every regrade (doit -n runs tasks as soon as
         # their own dependencies are done)
@@ -351,22 +419,25 @@ def namespace(
     info: RunInfo | None = None,
     *,
     listing: bool = False,
-    named: frozenset[str] = frozenset(),
+    choice: Choice | None = None,
 ) -> dict[str, Any]:
     """DOIT_CONFIG and task generators for a session (what dodo.py exposes).
 
     `listing`: for a doit command that runs nothing (`list`, `info`): every
-    cell gets a task of its own. `named`: task names given on the command line.
+    cell gets a task of its own. `choice`: the subset, the cells forced to run
+    and those named on the command line (default: the options' subset).
     """
     info = info or run_info(session)
-    always = session.options.always
+    choice = choice if choice is not None else choose(session)
     chosen = select(
         session.plan,
         session.recorded,
         session.actions,
-        always=always,
-        share=not listing and not always,
-        named=named,
+        always=choice.always,
+        share=not listing and not choice.always,
+        named=frozenset(cell.cell_id for cell in choice.named),
+        subset=choice.subset,
+        forced=choice.forced,
         plan_is_current=session.plan_is_current,
         receipts_changed=indexes_changed(session),
     )
@@ -374,6 +445,29 @@ def namespace(
     for task in chosen.own:
         info.cell_tasks[cell_task_name(task.cell.coordinate)] = task.cell.cell_id
         info.loaded_states[task.cell.cell_id] = task.state
+        info.coordinates[task.cell.cell_id] = task.cell.coordinate
+        if task.action == "skip":
+            info.done_at_start += 1
+    info.done_at_start += sum(chosen.collected.values())
+    if not listing:  # the seats this run may launch (a subset's, forced ones too)
+        session.launching = {t.cell.seat.name: t.cell.seat for t in chosen.own if t.action == "run"}
+    info.launch_notes = _launch_notes(session)
+    info.subset = choice.subset
+    info.subset_how = choice.how
+    info.total = len(session.plan.cells) - chosen.outside
+    info.named = choice.named
+    info.unchanged = chosen.unchanged
+    if choice.always:
+        info.kept_faults = 0
+    elif choice.subset is not None or choice.forced:  # only the cells this run leaves
+        scope = choice.subset if choice.subset is not None else session.recorded.keys()
+        info.kept_faults = sum(
+            1
+            for cell_id in scope
+            if cell_id not in choice.forced
+            and session.actions.get(cell_id) == "skip"
+            and kept_fault(session.recorded.get(cell_id))
+        )
     # the scheduler exists only when a seat may run (it is not even imported otherwise)
     scheduler = None
     if not listing and any(task.action in ("run", "reuse") for task in chosen.own):
@@ -382,13 +476,15 @@ def namespace(
         info.scheduler = scheduler
     hand = _hand_to(scheduler, info) if scheduler is not None else None
 
+    def cells() -> Iterator[dict[str, Any]]:
+        """Every cell (each one is its own task below)."""
+        return cell_tasks(chosen, session, hand)
+
     # Created only once `plan` has run, and only when something needs them (a
     # default run, `doit cell:...`, the summary): `doit plan` of a big battery
     # never builds a doit task per cell. `doit list` still creates and lists all.
-    @create_after(executed="plan")
-    def task_cell() -> Iterator[dict[str, Any]]:
-        """Every cell (each one is its own task below)."""
-        return cell_tasks(chosen, session, hand)
+    # A task name with a wildcard needs them at load time: doit matches it then.
+    task_cell = cells if choice.eager else create_after(executed="plan")(cells)
 
     generators: dict[str, Any] = {
         "DOIT_CONFIG": {
@@ -434,12 +530,47 @@ def _hand_to(scheduler: Scheduler, info: RunInfo) -> Hand:
     return hand
 
 
-def _progress(info: RunInfo) -> Callable[[str | None], None]:
+def _launch_notes(session: Session) -> Callable[[Cell], list[str]]:
+    """What to say when a cell's seat is launched: once per seat, how its run is not
+    confined as asked (read-only, network: false); nothing of a seat this run never launches."""
+    from brigade.run.doctor import confinement_notes
+
+    warned: set[str] = set()
+
+    def notes(cell: Cell) -> list[str]:
+        if cell.seat.name in warned:
+            return []
+        warned.add(cell.seat.name)
+        return confinement_notes(
+            [cell.seat],
+            session.workspace,
+            read_only=session.manifest.execution_mode == "read-only",
+            override=session.options.sandbox,
+            local=session.executor.kind == "local",
+        )
+
+    return notes
+
+
+def other_tasks(session: Session) -> list[str]:
+    """The task names besides the cells' own (for resolving names on the command line)."""
+    found = ["plan", CELLS_GROUP, FINISHED_TASK, "grade", "summary"]
+    if session.cluster is not None:
+        found.append("collect")
+    found.extend(
+        grade_task_name(cell.coordinate)
+        for cell in session.plan.cells
+        if session.actions[cell.cell_id] == "regrade"
+    )
+    return found
+
+
+def _progress(info: RunInfo) -> Callable[[str | None, Mapping[str, Any] | None], None]:
     """Counts a cell recorded by the collect task on the reporter's progress line."""
 
-    def count(state: str | None) -> None:
+    def count(state: str | None, receipt: Mapping[str, Any] | None) -> None:
         if info.count is not None:
-            info.count(state)
+            info.count(state, receipt)
 
     return count
 
@@ -460,6 +591,12 @@ DOIT_VARIABLES = (
     "retry_timeouts",
     "max_cost",
     "sandbox",
+    "cases",
+    "seats",
+    "trials",
+    "rerun",
+    "quiet",
+    "progress_rate",
 )
 EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
 DEFAULT_MANIFEST = "manifests/demo.yaml"
@@ -474,12 +611,45 @@ def _flag(name: str, value: str) -> bool:
     raise BrigadeError(f"doit variable {name}={value!r}: use 1 or 0")
 
 
+def _names(value: str | None) -> tuple[str, ...]:
+    """A comma-separated list (`cases=a,b*`), empty items dropped."""
+    if not value:
+        return ()
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _numbers(name: str, value: str | None) -> tuple[int, ...]:
+    numbers = []
+    for item in _names(value):
+        if not item.isdigit() or int(item) < 1:
+            raise BrigadeError(f"doit variable {name}={value!r}: use trial numbers, e.g. 1,2")
+        numbers.append(int(item))
+    return tuple(numbers)
+
+
+def _count(name: str, value: str | None) -> int | None:
+    if value is None or not value.strip():
+        return None
+    if not value.strip().isdigit():
+        raise BrigadeError(f"doit variable {name}={value!r}: use a whole number")
+    return int(value)
+
+
 def options_from_variables(variables: dict[str, str]) -> Options:
     """Options from doit command-line variables; unknown names are refused."""
     unknown = sorted(set(variables) - set(DOIT_VARIABLES))
+    for name in unknown:
+        if name.startswith((names.CELL_PREFIX, names.GRADE_PREFIX)):
+            # doit reads `a=b` as a variable: a task name writes `=` as %3D
+            task = names.escape(f"{name}={variables[name]}")
+            raise BrigadeError(
+                f"{name}={variables[name]}: doit reads NAME=VALUE as a variable; in a task "
+                f"name '=' is written %3D: {task}"
+            )
     if unknown:
         raise BrigadeError(
-            f"unknown doit variable {unknown[0]!r} (known: {', '.join(DOIT_VARIABLES)})"
+            f"unknown doit variable {unknown[0]!r}"
+            f"{did_you_mean(unknown[0], DOIT_VARIABLES)} (known: {', '.join(DOIT_VARIABLES)})"
         )
 
     def path(name: str) -> Path | None:
@@ -501,6 +671,14 @@ def options_from_variables(variables: dict[str, str]) -> Options:
         retry_timeouts=_flag("retry_timeouts", variables.get("retry_timeouts", "0")),
         max_cost=_number("max_cost", variables.get("max_cost"), float, "a number of US dollars"),
         sandbox=_sandbox(variables.get("sandbox")),
+        cells=CellFilter(
+            cases=_names(variables.get("cases")),
+            seats=_names(variables.get("seats")),
+            trials=_numbers("trials", variables.get("trials")),
+        ),
+        rerun=_names(variables.get("rerun")),
+        quiet=_flag("quiet", variables.get("quiet", "0")),
+        progress_rate=_count("progress_rate", variables.get("progress_rate")),
     )
 
 
@@ -574,29 +752,106 @@ def doit_jobs() -> int:
     return max(1, int(jobs))
 
 
+def doit_options() -> Mapping[str, Any]:
+    """The options of the doit command importing the dodo (doit's parsed `params`; empty
+    when doit is not importing it). `_non_default_keys` names those given explicitly."""
+    params: Mapping[str, Any] = _doit_execute().get("params") or {}
+    return params
+
+
+# doit commands that neither run tasks nor write doit's DB: they take no lock
+READING_COMMANDS = frozenset({"list", "info", "help", "dumpdb", "tabcompletion"})
+# doit commands that expand `*` in task names (doit's run and clean; brigade's forget)
+EXPANDING_COMMANDS = frozenset({"run", "forget", "clean"})
+
+
+def command_name(command: Any | None) -> str | None:
+    """A doit command's name (`run`, `list`, ...); None when doit is not importing the dodo."""
+    if command is None:
+        return None
+    name = getattr(command, "name", None) or type(command).__name__.lower()
+    return str(name)
+
+
 def writes(command: Any | None) -> bool:
-    """Whether a doit command runs tasks (and so writes to the output directory).
-    `list`, `info`, `help` and the like only read; when unsure, assume it writes."""
-    return command is None or bool(getattr(command, "execute_tasks", True))
+    """Whether a doit command writes to the output directory: it runs tasks, or changes
+    doit's DB there (`forget`, `ignore`, `reset-dep`, `clean`). `list`, `info`, `help`
+    only read; when unsure (not imported by doit), assume it writes."""
+    return command is None or command_name(command) not in READING_COMMANDS
+
+
+def runs(command: Any | None) -> bool:
+    """Whether a doit command runs tasks (`run`; else every cell gets a task to name)."""
+    return command is None or bool(getattr(command, "execute_tasks", False))
+
+
+@dataclass
+class Loaded:
+    """What the dodo loaded, for brigade's own doit commands (front/doitcmd)."""
+
+    session: Session
+    choice: Choice
+
+
+# set by dodo_namespace while doit runs a command over brigade's dodo
+loaded: Loaded | None = None
 
 
 def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
     """Everything dodo.py exposes; bad input prints one line and exits 2.
 
-    A doit command that runs tasks takes the output directory's lock first
-    (waiting for it with wait=1), before the output directory is read: what
-    the tasks are built from is what the run finds, whoever wrote there before.
+    A doit command that writes (runs tasks, or changes doit's DB) takes the
+    output directory's lock first (waiting for it with wait=1), before the
+    output directory is read: what the tasks are built from is what the run
+    finds, whoever wrote there before. Task names on the command line are
+    resolved against the plan: a name that names nothing exits 2 with the
+    closest names, as a bad invocation does.
     """
+    global loaded
     command, args = doit_command()
+    name = command_name(command)
     try:
         options = dataclasses.replace(options_from_variables(variables), jobs=doit_jobs())
+        params = doit_options()
+        if runs(command) and params.get("always"):
+            options = dataclasses.replace(options, always=True)  # doit -a: new attempts
         inputs = load_inputs(options.manifest, options.roster, options.workspace)
         if writes(command):
             lock_output(options, inputs[0])
         session = open_session(options, inputs)
+        named = names.resolve(
+            args,
+            session.plan.cells,
+            other_tasks(session),
+            command=name or "run",
+            patterns=name in EXPANDING_COMMANDS,
+        )
+        choice = choose(session, named)
         info = run_info(session)
         info.end_process = True
-        return namespace(session, info, listing=not writes(command), named=frozenset(args))
+        generators = namespace(session, info, listing=not runs(command), choice=choice)
+        if name == "forget" and not type(command).__module__.startswith("brigade."):
+            sys.stderr.write(f"brigade: {FORGET_NOTE}\n")
+        if runs(command) and "reporter" in getattr(params, "_non_default_keys", ()):
+            _keep_the_run_with(command, params["reporter"], info)
+        loaded = Loaded(session, choice)
+        return generators
     except BrigadeError as exc:
-        sys.stderr.write(f"brigade: {exc}\n")
+        for line in str(exc).splitlines():
+            sys.stderr.write(f"brigade: {line}\n")
         raise SystemExit(exc.exit_code) from None
+
+
+FORGET_NOTE = (
+    "doit forget clears only doit's cache here: the output directory is the truth, so "
+    "forgotten cells stay finished; `doit rerun=CASE:SEAT:TRIAL` or `brigade rerun DIR "
+    "CASE:SEAT:TRIAL` runs a cell again as a new attempt"
+)
+
+
+def _keep_the_run_with(command: Any, reporter: Any, info: RunInfo) -> None:
+    """`doit -r NAME`: doit would use that reporter instead of brigade's. It still reports
+    (its output as usual), inside brigade's: the lock, progress and exit code stay."""
+    reporters = getattr(command, "reporters", None)
+    if isinstance(reporter, str) and isinstance(reporters, dict) and reporter in reporters:
+        reporters[reporter] = make_reporter(info, inner=reporters[reporter])

@@ -34,18 +34,23 @@ def manifest_from_document(
     resolved_cases: list[dict[str, Any]] = []
     cases: list[Case] = []
     first_index: dict[str, int] = {}
+    problems: list[str] = []  # every problem of the document, listed together
     for index, raw in enumerate(doc["cases"]):
         case_id = raw["id"]
         if case_id in first_index:
-            raise InputError(
+            problems.append(
                 f"{label}: cases[{index}].id: duplicate case id {case_id!r} "
                 f"(first used at cases[{first_index[case_id]}])"
             )
-        first_index[case_id] = index
+        first_index.setdefault(case_id, index)
         if "prompt_file" in raw:
-            prompt = _read_prompt_file(
-                base, raw["prompt_file"], f"{label}: cases[{index}].prompt_file"
-            )
+            try:
+                prompt = _read_prompt_file(
+                    base, raw["prompt_file"], f"{label}: cases[{index}].prompt_file"
+                )
+            except InputError as exc:
+                problems.append(str(exc))
+                continue
         else:
             prompt = normalize_prompt(raw["prompt"])
         resolved_cases.append({**raw, "prompt": prompt})
@@ -59,6 +64,8 @@ def manifest_from_document(
                 prompt_file=raw.get("prompt_file"),
             )
         )
+    if problems:
+        raise InputError("\n".join(problems))
     return Manifest(
         path=path,
         name=doc["name"],

@@ -47,17 +47,17 @@ def load_roster(path: Path, label: str | None = None) -> Roster:
 _PASSED_ON = ("cli", "model", "reasoning", "transport", "transport_version")
 
 
-def _refuse_nul(seat: dict[str, Any], where: list[Any], label: str) -> None:
+def _nul_problems(seat: dict[str, Any], where: list[Any], label: str) -> list[str]:
     """A NUL byte cannot be part of a command line or an environment variable: refused here,
     not by every launch of the seat."""
     fields = [([key], seat.get(key)) for key in _PASSED_ON]
     fields += [(["env", key], value) for key, value in (seat.get("env") or {}).items()]
-    for path, value in fields:
-        if isinstance(value, str) and "\0" in value:
-            raise InputError(
-                f"{label}: {format_path([*where, *path])}: contains a NUL byte, which no "
-                "command line or environment variable can carry"
-            )
+    return [
+        f"{label}: {format_path([*where, *path])}: contains a NUL byte, which no "
+        "command line or environment variable can carry"
+        for path, value in fields
+        if isinstance(value, str) and "\0" in value
+    ]
 
 
 def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = False) -> Roster:
@@ -73,19 +73,21 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
     default_retry = doc.get("retry") or {}
     default_sandbox = doc.get("sandbox", DEFAULT_SANDBOX_MODE)
     seats: dict[str, SeatSpec] = {}
+    problems: list[str] = []  # every problem of the document, listed together
     for name, raw in doc["seats"].items():
         problem = check_cli(raw["cli"])
         if problem:
-            where = format_path(["seats", name, "cli"])
-            raise InputError(f"{label}: {where}: {problem}")
-        _refuse_nul(raw, ["seats", name], label)
+            problems.append(f"{label}: {format_path(['seats', name, 'cli'])}: {problem}")
+        problems.extend(_nul_problems(raw, ["seats", name], label))
         limit = raw.get("limit")
         if limit is not None and limit not in limits:
             known = ", ".join(sorted(limits)) or "none"
-            raise InputError(
+            problems.append(
                 f"{label}: {format_path(['seats', name, 'limit'])}: no limit {limit!r} in the "
                 f"roster's `limits` (defined: {known}); add `limits: {{{limit}: N}}`"
             )
+        if problems:
+            continue
         seats[name] = SeatSpec(
             name=name,
             cli=raw["cli"],
@@ -102,7 +104,10 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             retry=retry_policy({**default_retry, **(raw.get("retry") or {})}),
             sandbox=_sandbox(raw.get("sandbox"), default_sandbox),
             network=raw.get("network", True),
+            acknowledge_read_only=raw.get("acknowledge_read_only", False),
         )
+    if problems:
+        raise InputError("\n".join(problems))
     raw_executor = doc.get("executor")
     return Roster(
         path=path,

@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from brigade.core.jsonpath import format_path
+from brigade.core.selection import did_you_mean
 from brigade.errors import InputError
 from brigade.inputs import sources
 from brigade.inputs.cache import cache_dir, write_cache_entry
@@ -35,6 +36,7 @@ FILES = {
     "brigade.export.v1": "export.v1.json",
     "brigade.transcript.v1": "transcript.v1.json",
     "brigade.usage.v1": "usage.v1.json",
+    "brigade.forgotten.v1": "forgotten.v1.json",
 }
 
 
@@ -101,16 +103,42 @@ def validator(tag: str) -> Draft202012Validator:
 
 
 def check_input(doc: Any, tag: str, label: str) -> None:
-    """Validate user input; raise InputError with one line naming file and JSON path."""
+    """Validate user input; raise InputError listing every problem, one line each naming
+    the file and the JSON path (in document order)."""
     errors = list(validator(tag).iter_errors(doc))
     if not errors:
         return
+    raise InputError("\n".join(f"{label}: {line}" for line in problem_lines(errors)))
+
+
+def problem_lines(errors: list[ValidationError]) -> list[str]:
+    """One line per problem: every unknown key apart, each alternative of a choice by its
+    best match, in the order of their paths; repeats once."""
     from jsonschema.exceptions import best_match
 
-    first = best_match(errors)
-    more = len(errors) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    raise InputError(f"{label}: {describe(first)}{suffix}")
+    lines: list[tuple[list[str], str]] = []
+    for error in sorted(errors, key=lambda e: [str(part) for part in e.absolute_path]):
+        chosen = best_match([error])
+        for line in _describe_all(chosen):
+            if line not in (known for _, known in lines):
+                lines.append(([str(part) for part in chosen.absolute_path], line))
+    return [line for _, line in lines]
+
+
+def _describe_all(error: ValidationError) -> list[str]:
+    """describe(), with one line per unknown key of an additionalProperties error."""
+    instance = error.instance
+    if error.validator != "additionalProperties" or not isinstance(instance, dict):
+        return [describe(error)]
+    return [describe(error, key) for key in _unknown_keys(error)] or [describe(error)]
+
+
+def _unknown_keys(error: ValidationError) -> list[str]:
+    allowed = set(error.schema.get("properties", {}))
+    patterns = list(error.schema.get("patternProperties", {}))
+    return sorted(
+        k for k in error.instance if k not in allowed and not any(re.search(p, k) for p in patterns)
+    )
 
 
 @cache
@@ -176,8 +204,9 @@ def problems(doc: Any, tag: str) -> list[str]:
     return [describe(e) for e in validator(tag).iter_errors(doc)]
 
 
-def describe(error: ValidationError) -> str:
-    """`json.path: what is wrong` for one validation error."""
+def describe(error: ValidationError, key: str | None = None) -> str:
+    """`json.path: what is wrong` for one validation error (`key`: the unknown key of an
+    additionalProperties error to name; default the first)."""
     path = list(error.absolute_path)
     message = error.schema.get("x-message") if isinstance(error.schema, dict) else None
     kind = error.validator
@@ -188,14 +217,13 @@ def describe(error: ValidationError) -> str:
         message = message or "is required but missing"
     elif kind == "additionalProperties" and isinstance(instance, dict):
         allowed = set(error.schema.get("properties", {}))
-        patterns = list(error.schema.get("patternProperties", {}))
-        extra = sorted(
-            k for k in instance if k not in allowed and not any(re.search(p, k) for p in patterns)
-        )
-        if extra:
-            path.append(extra[0])
+        extra = _unknown_keys(error)
+        unknown = key if key is not None else (extra[0] if extra else None)
+        if unknown is not None:
+            path.append(unknown)
+        near = did_you_mean(unknown, sorted(allowed)) if unknown is not None else ""
         hint = f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
-        message = message or f"unknown key{hint}"
+        message = message or f"unknown key{near}{hint}"
     elif message is None:
         message = _message(kind, error)
     if "propertyNames" in error.schema_path and isinstance(instance, str):

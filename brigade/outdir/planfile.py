@@ -36,6 +36,7 @@ class PlanOnDisk:
     resumed: bool  # there was a plan.json (this output directory was used before)
     indexed: bool = False  # plan.json's index is valid too
     inputs: str | None = None  # expansion_key of the inputs, recorded in the plan index
+    stale_changed: bool = False  # its stale cells differ from those plan.json lists
 
 
 def _index(out: Path) -> caches.Sidecar:
@@ -87,7 +88,15 @@ def plan_against_disk(
         prices=roster.prices,
     )
     current = compare and previous is not None and previous == plan.document()
-    return PlanOnDisk(plan, key, current=current, resumed=info is not None, inputs=inputs)
+    before = previous.get("stale_cells") if previous is not None else []
+    return PlanOnDisk(
+        plan,
+        key,
+        current=current,
+        resumed=info is not None,
+        inputs=inputs,
+        stale_changed=before != list(plan.stale_cells),
+    )
 
 
 def _expand_cached(

@@ -9,6 +9,7 @@ from typing import Any
 from brigade.core.clock import utc_now
 from brigade.core.plan import PLAN_SCHEMA, Plan
 from brigade.core.receipts import ReceiptView, view_of
+from brigade.core.taxonomy import fault_kind_of, measurement_kind
 from brigade.errors import InputError
 from brigade.outdir import caches, legacy, store
 
@@ -63,6 +64,30 @@ def summarize(out: Path, plan: Plan, views: Views | None = None) -> dict[str, An
     return build_summary(plan, views, stale_views(out, plan), utc_now())
 
 
+def fault_kinds(views: Mapping[str, ReceiptView | None]) -> dict[str, int]:
+    """Measurement failures by their precise kind, most frequent first: the fault kind of an
+    adapter_error or a timed-out seat (`rate_limited`, `timeout`, ...), else `grader_error`."""
+    kinds: dict[str, int] = {}
+    for view in views.values():
+        if view is None:
+            continue
+        measured = measurement_kind(view.state, view.failure_reason)
+        if measured is None:
+            continue
+        kind = fault_kind_of(view.state, view.failure_reason, view.fault_kind) or measured
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return _by_frequency(kinds)
+
+
+def _by_frequency(kinds: Mapping[str, int]) -> dict[str, int]:
+    return dict(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
+
+
+def kinds_text(kinds: Mapping[str, int]) -> str:
+    """`rate_limited 3, timeout 1`."""
+    return ", ".join(f"{kind} {n}" for kind, n in kinds.items())
+
+
 def write_summary(out: Path, plan: Plan, views: Views | None = None) -> dict[str, Any]:
     """Compute and atomically write summary.json."""
     from brigade.core.summary import SUMMARY_SCHEMA
@@ -111,7 +136,9 @@ def headline(summary: Mapping[str, Any]) -> str:
     """One line: cell counts, measurement failures, stale cells, outcome and exit code."""
     counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v)
     failures = summary["measurement_failures"]
-    extra = f"; measurement failures {failures}" if failures else ""
+    kinds = summary_kinds(summary)
+    detail = f" ({kinds_text(kinds)})" if failures and kinds else ""
+    extra = f"; measurement failures {failures}{detail}" if failures else ""
     stale = sum(summary["stale_counts"].values())
     stale_note = f"; {stale} stale" if stale else ""
     total = summary["total_cells"]
@@ -119,6 +146,18 @@ def headline(summary: Mapping[str, Any]) -> str:
         f"{total} cell{'' if total == 1 else 's'}: {counts or 'none'}{extra}{stale_note} "
         f"-> {summary['outcome']} (exit {summary['exit_code']})"
     )
+
+
+def summary_kinds(summary: Mapping[str, Any]) -> dict[str, int]:
+    """A summary's measurement failures by their precise kind, most frequent first
+    (`fault_kinds` and the grader_error cells; empty for a summary that lacks them)."""
+    faults = summary.get("fault_kinds")
+    kinds: dict[str, int] = dict(faults) if isinstance(faults, dict) else {}
+    split = summary.get("measurement_failure_kinds")
+    graders = split.get("grader_error") if isinstance(split, dict) else None
+    if isinstance(graders, int) and graders > 0:
+        kinds["grader_error"] = graders
+    return _by_frequency(kinds)
 
 
 def summary_headline(out: Path) -> tuple[str, int] | None:

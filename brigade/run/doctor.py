@@ -109,6 +109,10 @@ def missing_programs(seats: Iterable[SeatSpec], workspace: Path) -> list[tuple[s
     return missing
 
 
+# how a roster silences the read-only warning of a seat it knows about
+ACKNOWLEDGE = " (the seat's acknowledge_read_only: true silences this)"
+
+
 def confinement_notes(
     seats: list[SeatSpec],
     workspace: Path,
@@ -143,17 +147,17 @@ def confinement_notes(
             why = f"the sandbox cannot run here ({found.detail})"
         adapter = adapter_for(seat.cli)
         level = adapter.invocation(probe_request(seat, workspace)).read_only_enforcement
-        if read_only and level in ("soft", "none"):
+        if read_only and level in ("soft", "none") and not seat.acknowledge_read_only:
             how = "only asks the agent not to write" if level == "soft" else "cannot enforce it"
             if mode == "off":
                 lines.append(
                     f"seat {seat.name}: read-only run, but the {adapter.name} adapter {how}; "
-                    "the seat may still change the workspace"
+                    f"the seat may still change the workspace{ACKNOWLEDGE}"
                 )
             else:
                 lines.append(
                     f"seat {seat.name}: read-only run, but {why} and the {adapter.name} "
-                    f"adapter {how}; the seat may still change the workspace"
+                    f"adapter {how}; the seat may still change the workspace{ACKNOWLEDGE}"
                 )
         if not seat.network:
             lines.append(

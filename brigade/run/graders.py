@@ -26,6 +26,7 @@ from typing import Any
 
 import regex
 
+from brigade.core.selection import did_you_mean
 from brigade.run import command_grader, judge, proc
 from brigade.run.grading import (
     COMMON_FIELDS,
@@ -583,10 +584,16 @@ def normalized_spec(raw: Mapping[str, Any]) -> tuple[GraderType, dict[str, Any]]
     kind = raw.get("type")
     grader = GRADERS.get(kind) if isinstance(kind, str) else None
     if grader is None:
-        raise GraderFault(f"unknown grader type {kind!r} (known: {', '.join(sorted(GRADERS))})")
+        near = did_you_mean(kind, GRADERS) if isinstance(kind, str) else ""
+        raise GraderFault(
+            f"unknown grader type {kind!r}{near} (known: {', '.join(sorted(GRADERS))})"
+        )
     unknown = sorted(set(raw) - set(grader.fields) - COMMON_FIELDS)
     if unknown:
-        raise GraderFault(f"unknown field {unknown[0]!r} for {kind} graders")
+        fields = sorted({*grader.fields, *COMMON_FIELDS})
+        raise GraderFault(
+            f"unknown field {unknown[0]!r} for {kind} graders{did_you_mean(unknown[0], fields)}"
+        )
     spec: dict[str, Any] = {}
     for name, field in grader.fields.items():
         if name not in raw:

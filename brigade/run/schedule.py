@@ -134,9 +134,11 @@ class Scheduler:
         self._group_running: Counter[str] = Counter()
         self._in_flight = 0
         self._events: deque[tuple[Job, Callable[[], Receipt | None]]] = deque()
-        self._counted: list[str | None] = []  # final states not yet shown on the progress line
+        # final states (and receipts) not yet shown on the progress line
+        self._counted: list[tuple[str | None, Receipt | None]] = []
         self._errors: list[BaseException] = []
         self._recorded: list[Callable[[Receipt], None]] = []
+        self._starting: list[Callable[[Cell], None]] = []
         self.stopped: dict[str, Stop] = {}  # seat -> why it stopped
         self.stopped_all: Stop | None = None
         self.retried: set[str] = set()  # cell ids retried at least once
@@ -159,6 +161,11 @@ class Scheduler:
                 heapq.heappush(self._queued.setdefault(job.seat, []), job)
             starting = self._pick()
         self._launch(starting)
+
+    def on_start(self, callback: Callable[[Cell], None]) -> None:
+        """Call `callback` with the cell of every seat run about to start (a retry too), in
+        the thread that starts it."""
+        self._starting.append(callback)
 
     def on_recorded(self, callback: Callable[[Receipt], None]) -> None:
         """Call `callback` with every terminal receipt a seat run of this run writes (in the
@@ -189,7 +196,7 @@ class Scheduler:
             self._release(job)
             if error is not None:
                 self._errors.append(error)
-                self._counted.append("failed")
+                self._counted.append(("failed", None))
             elif receipt is not None:
                 self._settle(job, receipt)
             starting = self._pick()
@@ -204,9 +211,10 @@ class Scheduler:
 
     # -- the collect task ----------------------------------------------------------
 
-    def drain(self, count: Callable[[str | None], None]) -> None:
+    def drain(self, count: Callable[[str | None, Receipt | None], None]) -> None:
         """Wait until every queued cell has run (or was stopped), recording what was posted and
-        counting each cell once it is final; the first error is raised at the end."""
+        counting each cell once it is final (its state and receipt; None when recording
+        failed); the first error is raised at the end."""
         while True:
             with self._cond:
                 self._promote()
@@ -223,8 +231,8 @@ class Scheduler:
                 )
                 if not starting and event is None and not counted and not idle:
                     self._cond.wait(self._timeout())
-            for state in counted:
-                count(state)
+            for state, receipt in counted:
+                count(state, receipt)
             self._launch(starting)
             if event is not None:
                 job, record = event
@@ -333,7 +341,7 @@ class Scheduler:
             return
         if cell_id in self.retried and kind is not None:
             self.still_failed.add(cell_id)
-        self._counted.append(receipt.get("state"))
+        self._counted.append((receipt.get("state"), receipt))
 
     def _retry(self, job: Job, kind: str | None, receipt: Receipt) -> Job | None:
         policy = self.policies.get(job.seat)
@@ -423,6 +431,8 @@ class Scheduler:
     def _launch(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
             try:
+                for callback in self._starting:
+                    callback(job.cell)
                 self._start(job)
             except Exception as exc:  # a run that could not even be prepared (a full disk)
                 self.finished(job, None, exc)
