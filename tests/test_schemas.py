@@ -73,11 +73,23 @@ def test_schema_constant_is_the_tag(tag: str) -> None:
         (["seats", "two words", "cli"], 'seats["two words"].cli'),
         (["seats", "ü"], 'seats["ü"]'),
         (["x.y"], '["x.y"]'),
+        # characters that break a line (for str.splitlines) are escaped: one line per problem
+        (["a\x85b", "c\u2028", "\u2029"], '["a\\u0085b"]["c\\u2028"]["\\u2029"]'),
         ([], "(top level)"),
     ],
 )
 def test_format_path(parts: list[Any], text: str) -> None:
     assert schemas.format_path(parts) == text
+
+
+def test_a_value_quoted_in_a_problem_stays_on_one_line() -> None:
+    doc = {"schema": {"\x85": None, "\u2028": 1}, "name": "m"}
+    with pytest.raises(InputError) as refused:
+        schemas.check_input(doc, "brigade.eval_manifest.v1", "m.yaml")
+    assert str(refused.value).splitlines() == str(refused.value).split("\n")
+    assert 'm.yaml: schema: must be "brigade.eval_manifest.v1", got {"\\u0085": null, ' in str(
+        refused.value
+    )
 
 
 # --- describe: messages name the path --------------------------------------------

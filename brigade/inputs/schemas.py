@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from brigade.core.jsonpath import format_path
+from brigade.core.jsonpath import format_path, quoted
 from brigade.core.selection import did_you_mean
 from brigade.errors import InputError
 from brigade.inputs import sources
@@ -290,5 +290,5 @@ def _article(type_name: str) -> str:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = quoted(value)
     return text if len(text) <= 60 else text[:57] + "..."
