@@ -481,3 +481,41 @@ def test_a_big_list_shows_its_first_rows_and_renders_the_others_on_demand(
     assert len(rows.findall(everything.stdout)) == len(plan.cells)
     matrix = everything.stdout.split('<table id="matrix">')[1].split("</table>")[0]
     assert matrix.count("<th><a href=") == 3  # every case of the matrix
+
+
+def test_a_binary_file_a_run_wrote_is_one_line_in_the_report(project: Project) -> None:
+    """Regression: its `GIT binary patch` hunk (zlib in base85) carried the prompt, an env
+    value and the run folder into the detail page, and the leak check passed it."""
+    git_workspace(project)
+    agent = project.root / "binary.py"
+    agent.write_text(
+        "import os, sys\n"
+        "p = sys.stdin.read()\n"
+        "data = os.environ['TOKEN'] + p + os.environ['BRIGADE_RUN_DIR']\n"
+        "open('notes.bin', 'wb').write(b'\\0' + data.encode())\n"
+        "print('ok')\n"
+    )
+    project.write_roster(
+        {"agent": {"cli": f"exec:{{python}} {agent}", "env": {"TOKEN": SECRET_ENV}}}
+    )
+    project.write_manifest(
+        [{"id": "bin", "prompt": "Write the confidential memo for the project today please"}],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    cell_id = project.plan()["cells"][0]["cell_id"]
+    detail = detail_of(project.out, cell_id)
+    diff = detail[detail.index('<pre class="diff">') :]
+    assert re.fullmatch(
+        '<pre class="diff">diff --git a/notes.bin b/notes.bin\n'
+        "new file mode 100644\n"
+        "index 0{40}\\.\\.[0-9a-f]{40}\n"
+        "binary file changed\n\n</pre>"
+        '<p class="scrubbed">Scrubbed: binary file data '
+        "\\(shown as &#x27;binary file changed&#x27;\\)\\.</p>",
+        diff,
+    )
+    assert "GIT binary patch" not in detail
+    for name, raw in report_files(project.out).items():
+        assert "GIT binary patch" not in raw, name

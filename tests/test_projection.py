@@ -575,3 +575,44 @@ def test_report_skeleton_allows_page_words_but_not_long_secrets() -> None:
     ]
     named = page + f"<th>{LONG_PROMPT}</th>"  # unless it is a name (a case id)
     assert find_leaks_in_text("r", named, secrets, skeleton=page, names=[LONG_PROMPT]) == []
+
+
+BINARY_DIFF = (
+    "diff --git a/notes.bin b/notes.bin\n"
+    "new file mode 100644\n"
+    "index 0000000..601a99c\n"
+    "GIT binary patch\n"
+    "literal 215\n"
+    "zcmXxbF>=Eo5I|8Kg$pnsAs}2LlP<Qq6)X}70?lgW8Q(r`QvKKbVY?b5P4bEKk|#z&\n"
+    "ToV6AdFynsk`46e}sOV~c(F90N\n"
+    "\n"
+    "literal 0\n"
+    "HcmV?d00001\n"
+    "\n"
+    "diff --git a/b.txt b/b.txt\n"
+    "+more\n"
+)
+
+
+def test_a_binary_hunk_is_shown_as_one_line_and_is_a_leak_when_left() -> None:
+    """Its data (base85 of zlib) may hold any secret, and no search can read it."""
+    secrets = make_secrets([], [], [])
+    assert project_text(BINARY_DIFF, secrets) == (
+        "diff --git a/notes.bin b/notes.bin\n"
+        "new file mode 100644\n"
+        "index 0000000..601a99c\n"
+        "binary file changed\n"
+        "\n"
+        "diff --git a/b.txt b/b.txt\n"
+        "+more\n"
+    )
+    # cut inside its data: the rest goes too
+    assert project_text(BINARY_DIFF[:140], secrets) == BINARY_DIFF[:79] + "binary file changed"
+    assert find_leaks_in_text("page.html", BINARY_DIFF, secrets) == [
+        Leak("page.html", "(text)", "binary patch")
+    ]
+    assert find_leaks_in_json("x.json", {"detail": BINARY_DIFF}, secrets) == [
+        Leak("x.json", "detail", "binary patch")
+    ]
+    # the words alone, not at the start of a line with blocks after, are text
+    assert project_text("no GIT binary patch here", secrets) == "no GIT binary patch here"

@@ -62,7 +62,18 @@ _PUBLIC = re.compile(
 _COMPONENT = r"[^\s/\"'`<>|;,(){}\[\]:*?\\]"
 _ABSOLUTE = re.compile(rf"(?<![^\s\"'`=(\[{{<>,;|:@])/+{_COMPONENT}+(?:/+{_COMPONENT}*)*")
 
-Kind = Literal["prompt", "env value", "absolute path"]
+# A binary hunk of a git diff (`git diff --binary`): base85 of zlib-compressed file
+# content, which no search for a secret can read. It is shown as one line, never as its
+# data, and the leak check counts any left as a leak.
+BINARY_STAND_IN = "binary file changed"
+_BINARY_HEAD = "GIT binary patch"
+_BINARY_BLOCK = re.compile(
+    r"^GIT binary patch(?=\r?$)\r?"
+    r"(?:\n(?:literal|delta) \d+\r?(?:\n[^\n]+)*(?:\n(?=\r?\n(?:literal|delta) \d))?)*",
+    re.M,
+)
+
+Kind = Literal["prompt", "env value", "absolute path", "binary patch"]
 Role = Literal["name", "path", "text"]
 
 
@@ -316,13 +327,20 @@ class Matcher:
         return PATH_STAND_IN
 
     def find(self, text: str, *, paths_only: bool = False) -> list[Found]:
-        """Every secret in text, in order (known secrets first claim their place)."""
+        """Every secret in text, in order (known secrets first claim their place); a git
+        binary hunk is one too (whatever its data holds)."""
         if not paths_only and text in self.exact:
             stand_in = self.exact[text]
             return [Found(0, len(text), "prompt", stand_in, text)]
         secrets = self._secrets_in(text, paths_only)
         if paths_only:
             secrets = [s for s in secrets if s.kind == "absolute path"]
+        elif _BINARY_HEAD in text:
+            hunks = binary_hunks(text)
+            secrets = [
+                s for s in secrets if not any(h.start < s.end and s.start < h.end for h in hunks)
+            ]
+            secrets = sorted(secrets + hunks, key=lambda f: f.start)
         return sorted(secrets + self._absolute_paths(text, secrets), key=lambda f: f.start)
 
     def kinds(self, text: str, *, first_only: bool = False, paths_only: bool = False) -> list[str]:
@@ -384,6 +402,15 @@ class Matcher:
     def counts(self, text: str) -> Counter[tuple[str, str]]:
         """How often each secret (kind, form) occurs in text."""
         return Counter((hit.kind, hit.what) for hit in self.find(text))
+
+
+def binary_hunks(text: str) -> list[Found]:
+    """The binary hunks of git diffs in text: a `GIT binary patch` line and its `literal N`
+    / `delta N` blocks (data lines up to a blank line; to the end of a text cut inside)."""
+    return [
+        Found(m.start(), m.end(), "binary patch", BINARY_STAND_IN, m.group())
+        for m in _BINARY_BLOCK.finditer(text)
+    ]
 
 
 def _common_prefix(text: str, start: int, form: str) -> int:

@@ -112,6 +112,7 @@ KIND_WORDS = {
     "prompt": "the prompt (replaced by its digest)",
     "env value": "env values (<redacted>)",
     "absolute path": "this machine's paths (made relative)",
+    "binary patch": "binary file data (shown as 'binary file changed')",
 }
 
 
