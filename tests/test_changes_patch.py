@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -282,3 +283,23 @@ def test_the_fixit_example_end_to_end(repo_copy: Path) -> None:
     assert patch.startswith("diff --git a/calc.py b/calc.py\n")
     # the checkout itself is as it was
     assert "return a - b" in (repo_copy / "manifests" / "fixit" / "calc.py").read_text()
+
+
+def test_a_fifo_in_place_of_the_patch_is_refused_not_waited_on(project: Project) -> None:
+    """Regression: `git apply` (and the digest) read a FIFO there forever."""
+    writable_project(project)
+    assert project.run().returncode == 0
+    receipt_file = project.cell_dir("change:agent:1") / "cell.json"
+    before = receipt_file.read_bytes()
+    patch = Path(project.receipt("change:agent:1")["run_dir"]) / "changes.patch"
+    patch.unlink()
+    os.mkfifo(patch)
+    done = project.brigade("regrade", str(project.out), timeout=60)
+    assert done.returncode == 2
+    digest = project.receipt("change:agent:1")["changes_digest"]
+    assert done.stderr == (
+        f"brigade: change:agent:1: changes digest mismatch: {patch} is missing, the receipt "
+        f"records {digest}; the stored changes changed since the seat made them (restore "
+        "them, or delete the cell folder to run it again)\n"
+    )
+    assert receipt_file.read_bytes() == before

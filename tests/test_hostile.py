@@ -519,3 +519,65 @@ def test_an_unreadable_doit_db_is_dropped_as_the_cache_it_is(
     with pytest.raises(EnvironmentProblem) as refused:
         dep_file(tmp_path)
     assert str(refused.value) == f"{db}: is a folder where doit keeps its DB (move it away)"
+
+
+def test_a_fifo_a_seat_leaves_in_its_run_folder_hangs_nothing(project: Project) -> None:
+    """Regression: a FIFO as run/transcript.json hung the report stage and every later run,
+    report and show; one in place of final.txt hung regrade and report."""
+    script = project.root / "fifo.py"
+    script.write_text(
+        "import os, sys\nsys.stdin.read()\n"
+        "os.mkfifo(os.path.join(os.environ['BRIGADE_RUN_DIR'], 'transcript.json'))\n"
+        "print('hello')\n"
+    )
+    project.write_roster({"agent": {"cli": f"exec:{{python}} {script}"}})
+    project.write_manifest(
+        [{"id": "c", "prompt": "p", "graders": [{"type": "exact_output", "expected": "hello"}]}]
+    )
+    result = project.run(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert project.receipt("c:agent:1")["state"] == "accepted"
+    assert project.run(timeout=60).returncode == 0
+    shown = project.brigade("show", str(project.out), "c:agent:1", timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "transcript" not in shown.stdout.split("folders:")[0]
+    assert project.brigade("report", str(project.out), timeout=60).returncode == 0
+    receipt = project.receipt("c:agent:1")
+    final = Path(receipt["run_dir"]) / "final.txt"
+    final.unlink()
+    os.mkfifo(final)
+    regraded = project.brigade("regrade", str(project.out), timeout=60)
+    assert regraded.returncode == 2
+    assert regraded.stderr == (
+        f"brigade: c:agent:1: output digest mismatch: {final} is missing, the receipt records "
+        f"{receipt['output_digest']}; the stored output changed since the seat wrote it "
+        "(restore it, or delete the cell folder to run it again)\n"
+    )
+    reported = project.brigade("report", str(project.out), timeout=60)
+    assert reported.returncode == 0, reported.stderr
+    shown = project.brigade("show", str(project.out), "c:agent:1", timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "answer (final.txt" not in shown.stdout
+
+
+def test_a_transcript_a_seat_writes_itself_is_not_read_as_one(project: Project) -> None:
+    """Regression: an exec seat (which has no transcript) left a brigade.transcript.v1 in
+    its run folder and the report and show took it for what the agent did."""
+    script = project.root / "planted.py"
+    script.write_text(
+        "import json, os, sys\nsys.stdin.read()\n"
+        "entry = {'kind': 'message', 'role': 'assistant', 'text': 'I ran every test'}\n"
+        "doc = {'schema': 'brigade.transcript.v1', 'entries': [entry]}\n"
+        "path = os.path.join(os.environ['BRIGADE_RUN_DIR'], 'transcript.json')\n"
+        "open(path, 'w').write(json.dumps(doc))\n"
+        "print('hello')\n"
+    )
+    project.write_roster({"agent": {"cli": f"exec:{{python}} {script}"}})
+    project.write_manifest([{"id": "c", "prompt": "p"}])
+    assert project.run().returncode == 0
+    run_dir = Path(project.receipt("c:agent:1")["run_dir"])
+    assert "transcript_digest" not in json.loads((run_dir / "run.json").read_text())
+    shown = project.brigade("show", str(project.out), "c:agent:1", "--json")
+    assert json.loads(shown.stdout)["transcript_entries"] is None
+    pages = "".join(p.read_text() for p in (project.out / "report").rglob("*.html"))
+    assert "I ran every test" not in pages

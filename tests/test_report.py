@@ -16,6 +16,7 @@ import pytest
 import xmlschema
 from conftest import FAKE_CLI, REPO, Project
 
+from brigade.core.identity import digest
 from brigade.core.plan import Plan, build_plan, plan_from_document
 from brigade.core.projection import make_secrets
 from brigade.core.receipts import views_of
@@ -202,7 +203,10 @@ def write_run_files(out: Path, plan: Plan, receipts: dict[str, Any]) -> None:
                 {"kind": "message", "role": "assistant", "text": "the answer of ok:alpha:1"},
             ]
             doc_ = {"schema": "brigade.transcript.v1", "entries": entries}
-            (run / "transcript.json").write_text(json.dumps(doc_))
+            data = json.dumps(doc_).encode()
+            (run / "transcript.json").write_bytes(data)
+            # brigade reads only the transcript it wrote: run.json records its digest
+            (run / "run.json").write_text(json.dumps({"transcript_digest": digest(data)}))
         if coordinate == f"ok:{WEIRD_SEAT}:1":
             (run / "run.json").write_text(
                 json.dumps({"changed_files": ["src/app.py"], "workspace_snapshot": {}})

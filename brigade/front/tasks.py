@@ -96,13 +96,13 @@ def dep_file(out: Path) -> str:
     """doit's DB file. A truncated one (a killed doit) is dropped: it is only a cache."""
     path = out / store.DEP_FILE
     try:
-        data = path.read_bytes()
+        data = store.read_regular(path)
     except IsADirectoryError:
         raise EnvironmentProblem(
             f"{path}: is a folder where doit keeps its DB (move it away)"
         ) from None
-    except PermissionError:
-        try:  # unreadable: it is only a cache, made again
+    except (PermissionError, store.NotRegularFile):
+        try:  # unreadable (or a FIFO doit would hang on): it is only a cache, made again
             path.unlink()
         except OSError as exc:
             raise EnvironmentProblem(

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.inputs.sources import code_digest
-from brigade.outdir.store import atomic_write_bytes
+from brigade.outdir.store import atomic_write_bytes, read_regular
 
 # what a Sidecar returns for a file it cannot vouch for (None may be a cached value)
 MISS: Any = object()
@@ -89,8 +89,7 @@ class Sidecar:
         if not load:
             return
         try:
-            with open(path, "rb") as handle:
-                doc = json.loads(handle.read())
+            doc = json.loads(read_regular(path))
         except (FileNotFoundError, NotADirectoryError):
             return  # no cache yet (or no output directory: its own check says so)
         except (OSError, ValueError) as exc:

@@ -327,7 +327,7 @@ def check_file(path: Path, label: str, secrets: Secrets, roles: Roles | None = N
     """The leaks in one exported file (JSON by path, with its roles when brigade wrote it;
     anything else as text)."""
     try:
-        text = path.read_bytes().decode("utf-8", "replace")
+        text = store.read_regular(path).decode("utf-8", "replace")
     except OSError:
         return []
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from brigade.errors import EnvironmentProblem, LockHeld
-from brigade.outdir.store import LOCK_FILE
+from brigade.outdir.store import LOCK_FILE, read_regular
 
 _held: dict[Path, IO[str]] = {}
 
@@ -25,7 +25,7 @@ _held: dict[Path, IO[str]] = {}
 def holder_pid(path: Path) -> str:
     """The pid recorded in a lock file, or '?' when it cannot be read."""
     try:
-        return path.read_text().strip() or "?"
+        return read_regular(path, 64)[:64].decode("utf-8", "replace").strip() or "?"
     except OSError:
         return "?"
 

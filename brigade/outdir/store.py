@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,20 +245,60 @@ def sampled(value: Any) -> Any:
     return value
 
 
-def read_json(path: Path) -> Any | None:
-    """A JSON document, or None when it is missing, unreadable or corrupt."""
+class NotRegularFile(OSError):
+    """A path that is not a regular file where one is read (a FIFO, a device, a socket, a
+    folder, a symlink): read as if it were missing."""
+
+
+def open_regular(path: Path | str) -> int:
+    """A read-only descriptor of a regular file, never opening anything else.
+
+    Any file of an output directory may have been put there by a seat (it has
+    `BRIGADE_RUN_DIR`): a FIFO would block the open or the read forever, a device
+    never ends, a symlink reads a file elsewhere. So: no symlink followed (the last
+    component), no blocking open, and anything but a regular file refused
+    (`NotRegularFile`, an OSError like a missing file)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        with open(path, "rb") as handle:
-            return json.loads(handle.read())
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """A regular file's bytes (at most `limit`, then one more to tell it holds more);
+    OSError when it is missing, unreadable or not a regular file (`open_regular`)."""
+    with os.fdopen(open_regular(path), "rb") as handle:
+        return handle.read() if limit is None else handle.read(limit + 1)
+
+
+def read_json(path: Path) -> Any | None:
+    """A JSON document, or None when it is missing, unreadable, corrupt or not a regular
+    file."""
+    try:
+        return json.loads(read_regular(path))
     except (OSError, ValueError):
         return None
 
 
 def file_digest(path: Path | str) -> str | None:
-    """`sha256:<hex>` of a file's bytes, None when it cannot be read."""
+    """`sha256:<hex>` of a file's bytes, None when it cannot be read (or is not a regular
+    file)."""
     try:
-        with open(path, "rb") as handle:
-            return digest(handle.read())
+        return digest(read_regular(path))
     except OSError:
         return None
 

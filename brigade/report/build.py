@@ -274,7 +274,7 @@ def check_report_file(
     state or a word of the page equal to an env value) is not a leak.
     """
     try:
-        text = path.read_bytes().decode("utf-8", "replace")
+        text = store.read_regular(path).decode("utf-8", "replace")
     except OSError:
         return []
     bare = html.unescape(skeleton.decode("utf-8", "replace")) if skeleton is not None else None

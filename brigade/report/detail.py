@@ -9,12 +9,14 @@ missing or unreadable file is simply absent from the record.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade.core.identity import digest
 from brigade.core.plan import Cell
 from brigade.core.taxonomy import SEAT_FAILED
 from brigade.core.transcript import TRANSCRIPT_SCHEMA
@@ -105,8 +107,7 @@ class CellRecord:
 def read_text(path: Path, limit: int | None = READ_LIMIT) -> Text | None:
     """A file's text (UTF-8, bad bytes replaced), at most `limit` bytes; None when absent."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read() if limit is None else handle.read(limit + 1)
+        data = store.read_regular(path, limit)
     except OSError:
         return None
     more = limit is not None and len(data) > limit
@@ -116,7 +117,7 @@ def read_text(path: Path, limit: int | None = READ_LIMIT) -> Text | None:
 def read_tail(path: Path, lines: int, limit: int = TAIL_BYTES) -> Text | None:
     """The last `lines` lines of a file (from its last `limit` bytes); None when absent."""
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(store.open_regular(path), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - limit))
             data = handle.read(limit)
@@ -197,10 +198,26 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
     return tuple(attempts)
 
 
-def read_transcript(path: Path) -> tuple[dict[str, Any], ...] | None:
-    """The entries of a run/transcript.json (brigade.transcript.v1), None when there is none."""
-    doc = _json_object(path)
-    if doc is None or doc.get("schema") != TRANSCRIPT_SCHEMA:
+def read_transcript(
+    path: Path, run_doc: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], ...] | None:
+    """The entries of a run/transcript.json (brigade.transcript.v1), None when there is
+    none: only the file brigade wrote is one (run.json records its digest), never one a
+    seat left in its run folder."""
+    expected = run_doc.get("transcript_digest") if run_doc is not None else None
+    if not isinstance(expected, str):
+        return None
+    try:
+        data = store.read_regular(path, READ_LIMIT)
+    except OSError:
+        return None
+    if digest(data) != expected:
+        return None
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != TRANSCRIPT_SCHEMA:
         return None
     entries = doc.get("entries")
     if not isinstance(entries, list):
@@ -240,7 +257,7 @@ def read_record(
     answer = read_text(run_dir / FINAL, answer_limit) if run_dir and finished else None
     faulty = receipt is not None and receipt.get("state") in SEAT_FAILED
     stderr = read_tail(run_dir / STDERR, stderr_lines) if run_dir and faulty else None
-    transcript = read_transcript(run_dir / TRANSCRIPT) if run_dir is not None else None
+    transcript = read_transcript(run_dir / TRANSCRIPT, run_doc) if run_dir is not None else None
     changes = read_changes(run_dir, run_doc, workspace) if run_dir is not None and run_doc else None
     return CellRecord(
         cell=cell,
@@ -307,7 +324,7 @@ def read_changes(
 
 def _read_bytes(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return store.read_regular(path)
     except OSError:
         return None
 

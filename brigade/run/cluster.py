@@ -399,5 +399,8 @@ def _pack(rdir: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for path in sorted(rdir.rglob("*")):
         if path.is_file() and not path.is_symlink():
-            files[path.relative_to(rdir).as_posix()] = path.read_bytes()
+            try:
+                files[path.relative_to(rdir).as_posix()] = store.read_regular(path)
+            except OSError:  # gone or swapped for a FIFO since: not a file to ship
+                continue
     return files

@@ -236,7 +236,7 @@ def _output_tail(folder: Path, ctx: GradeContext) -> str:
     """The end of the command's output (stdout, else stderr), secrets replaced, quoted."""
     for name in (STDOUT, STDERR):
         try:
-            with open(folder / name, "rb") as handle:
+            with os.fdopen(store.open_regular(folder / name), "rb") as handle:
                 handle.seek(0, os.SEEK_END)
                 handle.seek(max(0, handle.tell() - 4 * OUTPUT_CHARACTERS))
                 text = handle.read().decode("utf-8", "replace")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -625,13 +626,29 @@ def _usable_source(ctx: RunContext, source_id: str, cell: Cell) -> dict[str, Any
     return receipt
 
 
+def _not_files_or_folders(folder: str, names: list[str]) -> list[str]:
+    """The entries of a run folder that are no files, folders or symlinks (a FIFO a seat
+    left would block the copy): they are not part of the run."""
+    skipped = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.append(name)
+    return skipped
+
+
 def _copy_run(
     ctx: RunContext, source: dict[str, Any], cell: Cell, attempt: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Copy another cell's verified run into this attempt (the cells differ only in graders)."""
     source_dir = store.run_dir(ctx.out, source["cell_id"], source["attempt"])
     target = store.run_dir(ctx.out, cell.cell_id, attempt)
-    shutil.copytree(source_dir, target, dirs_exist_ok=True, symlinks=True)
+    shutil.copytree(
+        source_dir, target, dirs_exist_ok=True, symlinks=True, ignore=_not_files_or_folders
+    )
     run_doc = store.read_json(source_dir / RUN_RECORD)
     if not isinstance(run_doc, dict):
         raise TamperedOutput(

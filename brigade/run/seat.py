@@ -18,6 +18,7 @@ from typing import Any
 from brigade.adapters import adapter_for
 from brigade.adapters.base import Adapter, Reading, SeatRequest
 from brigade.core.clock import utc_now
+from brigade.core.identity import digest
 from brigade.core.plan import Cell
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.core.transcript import TRANSCRIPT_SCHEMA, Entry, transcript_document
@@ -430,12 +431,11 @@ def record_run(rdir: Path, run: SeatRun) -> dict[str, Any]:
     """
     store.atomic_write_bytes(rdir / FINAL, run.final_text.encode("utf-8"), sync_dir=False)
     if run.transcript is not None:
-        store.write_json(
-            rdir / TRANSCRIPT,
-            transcript_document(run.transcript),
-            TRANSCRIPT_SCHEMA,
-            sync_dir=False,
-        )
+        document = transcript_document(run.transcript)
+        store.write_json(rdir / TRANSCRIPT, document, TRANSCRIPT_SCHEMA, sync_dir=False)
+        # a seat can leave a transcript.json of its own in its run folder: only the one
+        # brigade wrote, with this digest, is read as the transcript
+        run.run_doc["transcript_digest"] = digest(store.dumps(document))
     _write_run_records(rdir, run.run_doc, run.timed_out, run.transport, run.seat)
     return run.run_doc
 
@@ -469,6 +469,6 @@ def _write_run_records(
 def read_text(path: Path) -> str:
     """A file's text (undecodable bytes replaced), empty when it cannot be read."""
     try:
-        return path.read_bytes().decode("utf-8", "replace")
+        return store.read_regular(path).decode("utf-8", "replace")
     except OSError:
         return ""

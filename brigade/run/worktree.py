@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.errors import EnvironmentProblem
+from brigade.outdir import store
 from brigade.run.proc import capture, capture_bytes
 
 CHANGES_DIR = "changes"
@@ -311,7 +312,7 @@ class SnapshotWorkspace:
             return None
         if relative in self.changed:
             try:
-                return (self.changes_dir / relative).read_bytes()
+                return store.read_regular(self.changes_dir / relative)
             except OSError:
                 return None
         code, data, _ = capture_bytes(
