@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -519,3 +520,39 @@ def test_a_binary_file_a_run_wrote_is_one_line_in_the_report(project: Project) -
     assert "GIT binary patch" not in detail
     for name, raw in report_files(project.out).items():
         assert "GIT binary patch" not in raw, name
+
+
+def test_paths_on_the_lines_of_a_diff_are_scrubbed_and_dev_null_stays(
+    project: Project,
+) -> None:
+    """Regression: a path right after `+`, `-` (every line of a diff), `*`, `#`, `_` or a
+    digit was not scrubbed; `--- /dev/null` became `<path>`, so the diff no longer applied."""
+    git_workspace(project)
+    agent = project.root / "paths.py"
+    agent.write_text(
+        "import os, sys\nsys.stdin.read()\n"
+        "home = os.path.expanduser('~')\n"
+        "open('paths.txt', 'w').write(f'{home}/.ssh/id_rsa\\n/etc/hostname\\n')\n"
+        "print(f'+{home}/.ssh/id_rsa\\n-/etc/hostname\\n#/etc/hostname')\n"
+    )
+    project.write_roster({"agent": {"cli": f"exec:{{python}} {agent}"}})
+    project.write_manifest(
+        [{"id": "paths", "prompt": "p"}], execution={"mode": "writable-worktree"}
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    detail = detail_of(project.out, project.plan()["cells"][0]["cell_id"])
+    assert '<pre class="answer">+~/.ssh/id_rsa\n-&lt;path&gt;\n#&lt;path&gt;\n</pre>' in detail
+    assert '<span class="file">--- /dev/null</span>' in detail
+    assert (
+        '<span class="add">+~/.ssh/id_rsa</span>\n<span class="add">+&lt;path&gt;</span>' in detail
+    )
+    junit = ET.parse(project.out / "report" / "junit.xml").getroot()
+    assert [c.findtext("system-out") for c in junit.iter("testcase")] == [
+        "+~/.ssh/id_rsa\n-<path>\n#<path>\n"
+    ]
+    home = os.path.expanduser("~")
+    for name, raw in report_files(project.out).items():
+        for text in (raw, html.unescape(raw)):
+            assert f"{home}/.ssh" not in text, name
+            assert "/etc/hostname" not in text, name

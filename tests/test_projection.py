@@ -514,7 +514,10 @@ def test_prompts_sharing_a_long_beginning_are_told_apart() -> None:
 
 # --- absolute paths of this machine (item 9) --------------------------------------------
 
-MACHINE = {"homes": ["/home/alice", "/root"], "roots": ["home", "root", "tmp", "usr", "etc"]}
+MACHINE = {
+    "homes": ["/home/alice", "/root"],
+    "roots": ["home", "root", "tmp", "usr", "etc", "dev"],
+}
 
 
 @pytest.mark.parametrize(
@@ -535,6 +538,17 @@ MACHINE = {"homes": ["/home/alice", "/root"], "roots": ["home", "root", "tmp", "
         ("see https://example.com/usr/x and 3/5 and and/or", None),
         ("/nowhere/x and /srv/y", None),  # not a folder of this machine
         ("<workspace>/etc/x and ~/x and ./root/y", None),  # relative already
+        # a diff's lines, list markers, a backslash, an escaped line break (regression)
+        (
+            "+/root/.ssh/id_rsa\n-/etc/hostname\n*/etc/a #/etc/b \\/etc/c _/etc/d 12/etc/e",
+            "+~/.ssh/id_rsa\n-<path>\n*<path> #<path> \\<path> _<path> 12<path>",
+        ),
+        ("--/etc/x and __/usr/y", "--<path> and __<path>"),
+        ('"line\\n/etc/hostname"', '"line\\n<path>"'),
+        # /dev/null says nothing of this machine: a shown diff keeps applying
+        ("--- /dev/null\n+++ b/x\n--- a/y\n+++ /dev/null", None),
+        # relative paths with digits, dashes and underscores stay
+        ("cells/001/usr and attempt-001/tmp and v1/usr/lib and my_/etc", None),
     ],
 )
 def test_absolute_paths_of_this_machine_are_relativised_or_redacted(

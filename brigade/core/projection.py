@@ -57,10 +57,18 @@ _PUBLIC = re.compile(
     r"<prompt sha256:[0-9a-f]{64}>|sha256:[0-9a-f]{64}|<redacted>|<workspace>|<manifest-dir>"
     r"|<roster-dir>|<worktree>|<path>|\{python\}|\{roster_dir\}"
 )
-# An absolute path: a slash at the start of the text or after a delimiter,
-# then path components. (`https://host/x` and `a/b` are not absolute paths.)
+# An absolute path: slashes, then path components; it is one where it does not
+# continue a word or a relative path (`a/b`, `~/x`, `attempt-001/run`: see
+# `_starts_a_path`). (`https://host/x` is no path of this machine: `host` is no root.)
 _COMPONENT = r"[^\s/\"'`<>|;,(){}\[\]:*?\\]"
-_ABSOLUTE = re.compile(rf"(?<![^\s\"'`=(\[{{<>,;|:@])/+{_COMPONENT}+(?:/+{_COMPONENT}*)*")
+_ABSOLUTE = re.compile(rf"(?<!/)/+{_COMPONENT}+(?:/+{_COMPONENT}*)*")
+# what a word or a relative path is made of: a slash after one of these continues it
+_WORD_CHARS = frozenset(_PATH_CHARS | {"~"})
+# a run of these right before a slash is a marker (a diff's `-`, a list's `1`, `__`), not
+# a word, when nothing of a word comes before it
+_MARKERS = frozenset("-_0123456789")
+# paths every machine has, which say nothing about this one (a diff's `--- /dev/null`)
+_NEUTRAL_PATHS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
 
 # A binary hunk of a git diff (`git diff --binary`): base85 of zlib-compressed file
 # content, which no search for a secret can read. It is shown as one line, never as its
@@ -299,7 +307,9 @@ class Matcher:
             path = match.group().rstrip(".")
             start, end = match.start(), match.start() + len(path)
             first = path.lstrip("/").split("/", 1)[0]
-            if first not in self.roots:
+            if first not in self.roots or not _starts_a_path(text, start):
+                continue
+            if "/" + path.lstrip("/") in _NEUTRAL_PATHS:
                 continue
             if public is None:
                 public = [m.span() for m in _PUBLIC.finditer(text)]
@@ -402,6 +412,23 @@ class Matcher:
     def counts(self, text: str) -> Counter[tuple[str, str]]:
         """How often each secret (kind, form) occurs in text."""
         return Counter((hit.kind, hit.what) for hit in self.find(text))
+
+
+def _starts_a_path(text: str, start: int) -> bool:
+    """Whether the slash at `start` begins an absolute path: it is at the start of the text,
+    or after a character no word or relative path is made of (a space, a quote, `=`, `+`,
+    `*`, `#`, a backslash...; an escaped line break `\\n`), or after a run of markers
+    (`-`, `_`, digits) that itself follows one of those."""
+    index = start
+    while index > 0 and text[index - 1] in _MARKERS:
+        index -= 1
+    if index == 0:
+        return True
+    before = text[index - 1]
+    if before not in _WORD_CHARS:
+        return before != "/"  # markers after a slash: a component (`cells/001/run`)
+    # an escaped line break or tab (`\n/etc/x` inside a JSON or Python string)
+    return before in "ntr" and index >= 2 and text[index - 2] == "\\"
 
 
 def binary_hunks(text: str) -> list[Found]:
