@@ -216,3 +216,29 @@ def test_planted_files_with_escaped_or_cut_secrets_fail_the_leak_check(
     assert result.returncode == 3
     kind = "absolute path" if planted == "path" else "prompt"
     assert f"export/notes.txt: (text): contains {kind}" in result.stderr
+
+
+def test_html_escaped_echoes_never_leave(project: Project) -> None:
+    """Regression: an agent that answered with its prompt and an env value escaped for HTML
+    (`Don&#x27;t ...`) put both into the pages, junit.xml and the export's grader detail;
+    the leak check passed them."""
+    prompt = "Don't publish: summarise the board's confidential \"Nightingale\" merger memo"
+    token = "tok&en-0123456789abcdefghijklmnopqrstuvwxyz"
+    agent = project.root / "escaping.py"
+    agent.write_text(
+        "import html, os, sys\np = sys.stdin.read()\n"
+        "print('page: ' + html.escape(p))\n"
+        "print('key: ' + html.escape(os.environ['SECRET']))\n"
+    )
+    project.write_roster({"agent": {"cli": f"exec:{{python}} {agent}", "env": {"SECRET": token}}})
+    project.write_manifest(
+        [{"id": "c", "prompt": prompt, "graders": [{"type": "exact_output", "expected": "x"}]}]
+    )
+    done = project.run()
+    assert done.returncode == 1, done.stderr
+    files = published(project)
+    assert "report/junit.xml" in files
+    assert any(name.startswith("export/") for name in files)
+    for name, text in files.items():
+        assert "Nightingale" not in text, name
+        assert "0123456789abcdefghij" not in text, name

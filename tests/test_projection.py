@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 import os
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 import pytest
 
@@ -630,3 +632,31 @@ def test_a_binary_hunk_is_shown_as_one_line_and_is_a_leak_when_left() -> None:
     ]
     # the words alone, not at the start of a line with blocks after, are text
     assert project_text("no GIT binary patch here", secrets) == "no GIT binary patch here"
+
+
+MARKUP_PROMPT = "Don't publish: summarise the board's \"Nightingale\" memo & <notes> today"
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        html.escape(MARKUP_PROMPT),  # &#x27; and &quot;
+        html.escape(MARKUP_PROMPT, quote=False),
+        xml_escape(MARKUP_PROMPT, {"'": "&apos;", '"': "&quot;"}),
+        xml_escape(MARKUP_PROMPT, {"'": "&#39;", '"': "&#34;"}),
+        html.escape(MARKUP_PROMPT)[:40],  # escaped and cut
+    ],
+)
+def test_html_and_xml_escaped_forms_of_a_secret_are_found_and_replaced(shown: str) -> None:
+    """Regression: a page or an XML file an agent wrote held the prompt escaped, and
+    neither the projection nor the leak check knew that form."""
+    secrets = make_secrets([MARKUP_PROMPT], [], [])
+    text = f"page: {shown} (end)"
+    assert secrets.matcher.kinds(text) == ["prompt"]
+    assert scrub_text(text, secrets) == f"page: <prompt {text_digest(MARKUP_PROMPT)}> (end)"
+    token = "tok&en-'0123456789abcdefghijklmnopqrstuvwxyz"
+    values = make_secrets([], [], [token])
+    assert scrub_text(f"key: {html.escape(token)}", values) == f"key: {REDACTED}"
+    assert find_leaks_in_text("p.html", f"key: {html.escape(token)[:33]}", values) == [
+        Leak("p.html", "(text)", "env value")
+    ]

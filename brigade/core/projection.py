@@ -131,15 +131,35 @@ class Secrets:
 
 def escaped_forms(text: str) -> list[str]:
     """How a string reads once escaped: inside JSON (either ensure_ascii), inside a Python
-    repr (either quote), and with its whitespace runs collapsed. Without `text` itself."""
+    repr (either quote), inside HTML or XML (`&amp;`, `&lt;`, `&gt;`, quotes as they are or
+    as `&quot;` / `&#34;`, apostrophes as they are or as `&#x27;` / `&apos;` / `&#39;`), and
+    with its whitespace runs collapsed. Without `text` itself."""
     forms = [
         json.dumps(text)[1:-1],
         json.dumps(text, ensure_ascii=False)[1:-1],
         _python_escaped(text, "'"),
         _python_escaped(text, '"'),
         " ".join(text.split()),
+        *_markup_escaped(text),
     ]
     return [form for form in dict.fromkeys(forms) if form != text and len(form) >= MIN_SUBSTRING]
+
+
+_APOSTROPHES = ("'", "&#x27;", "&apos;", "&#39;")
+_QUOTES = ('"', "&quot;", "&#34;")
+
+
+def _markup_escaped(text: str) -> list[str]:
+    """text as HTML or XML writers escape it (html.escape, xml.sax.saxutils, ElementTree),
+    in each spelling of quotes and apostrophes they use."""
+    if not any(char in text for char in "&<>'\""):
+        return []
+    base = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    forms = []
+    for apostrophe in _APOSTROPHES if "'" in text else ("'",):
+        for quote in _QUOTES if '"' in text else ('"',):
+            forms.append(base.replace('"', quote).replace("'", apostrophe))
+    return forms
 
 
 def _python_escaped(text: str, quote: str) -> str:
