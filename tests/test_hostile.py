@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -581,3 +582,90 @@ def test_a_transcript_a_seat_writes_itself_is_not_read_as_one(project: Project) 
     assert json.loads(shown.stdout)["transcript_entries"] is None
     pages = "".join(p.read_text() for p in (project.out / "report").rglob("*.html"))
     assert "I ran every test" not in pages
+
+
+# --- report destinations: as safe as the export's ----------------------------------------
+
+
+def test_report_html_refuses_a_pages_folder_it_did_not_write(project: Project) -> None:
+    """Regression: `--html saved.html` deleted a user's `saved_files/cells/ab.html`."""
+    exported(project)
+    mine = project.root / "saved_files"
+    (mine / "cells").mkdir(parents=True)
+    (mine / "cells" / "ab.html").write_text("precious")
+    page = project.root / "saved.html"
+    result = project.brigade("report", str(project.out), "--html", str(page))
+    assert result.returncode == 2
+    assert one_line(result.stderr) == (
+        f"brigade: {mine}: not empty, and not a report's pages folder brigade wrote (it has "
+        "no .brigade-report); name another file for the report, or move that folder away"
+    )
+    assert (mine / "cells" / "ab.html").read_text() == "precious"
+    assert not page.exists()
+    # a new folder: brigade marks it as its own, and writes there again later
+    fresh = project.root / "fresh.html"
+    assert project.brigade("report", str(project.out), "--html", str(fresh)).returncode == 0
+    pages = project.root / "fresh_files"
+    assert (pages / ".brigade-report").is_file()
+    (pages / "notes.txt").write_text("mine")
+    assert project.brigade("report", str(project.out), "--html", str(fresh)).returncode == 0
+    assert (pages / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("where", ["report", "report/index_files", "report/index_files/cells"])
+def test_a_symlinked_report_folder_is_never_written_through(project: Project, where: str) -> None:
+    """Regression: a link as out/report/index_files was written through, and pages of the
+    folder it pointed to deleted as stale."""
+    exported(project)
+    target = project.root / "elsewhere"
+    (target / "cells").mkdir(parents=True)
+    (target / "cells" / "ab.html").write_text("precious")
+    folder = project.out / where
+    shutil.rmtree(folder)
+    folder.symlink_to(target)
+    result = project.brigade("report", str(project.out))
+    assert result.returncode == 0, result.stderr
+    assert not folder.is_symlink()
+    assert sorted(p.name for p in target.rglob("*")) == ["ab.html", "cells"]
+    assert (target / "cells" / "ab.html").read_text() == "precious"
+    assert (project.out / "report" / "index_files" / "cells").is_dir()
+    # a link given as the page, or as its pages folder: refused
+    link = project.root / "page.html"
+    link.symlink_to(target / "cells" / "ab.html")
+    refused = project.brigade("report", str(project.out), "--html", str(link))
+    assert refused.returncode == 2
+    assert one_line(refused.stderr) == (
+        f"brigade: {link}: a symbolic link; brigade never writes a report through one "
+        "(name the real file)"
+    )
+    (project.root / "other_files").symlink_to(target)
+    other = project.root / "other.html"
+    refused = project.brigade("report", str(project.out), "--html", str(other))
+    assert refused.returncode == 2
+    assert "other_files: a symbolic link" in one_line(refused.stderr)
+    assert (target / "cells" / "ab.html").read_text() == "precious"
+
+
+@pytest.mark.parametrize(
+    ("flag", "name"),
+    [("--junit", "cells/{id}/cell.json"), ("--html", "plan.json"), ("--junit", "summary.json")],
+)
+def test_report_files_never_land_on_the_output_directorys_own(
+    project: Project, flag: str, name: str
+) -> None:
+    """Regression: `--junit out/cells/<id>/cell.json` and `--html out/plan.json` overwrote
+    brigade's own files."""
+    exported(project)
+    target = project.out / name.format(id=project.receipt("a:agent:1")["cell_id"])
+    before = target.read_bytes()
+    result = project.brigade("report", str(project.out), flag, str(target))
+    assert result.returncode == 2
+    assert one_line(result.stderr) == (
+        f"brigade: {target}: inside the output directory {project.out}; name a file outside "
+        "it (or in its report/ folder)"
+    )
+    assert target.read_bytes() == before
+    # its own report folder is fine
+    own = project.out / "report" / "mine.xml"
+    assert project.brigade("report", str(project.out), "--junit", str(own)).returncode == 0
+    assert own.read_text().startswith("<?xml")

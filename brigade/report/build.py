@@ -30,6 +30,7 @@ from brigade.core.projection import (
     project_summary,
 )
 from brigade.core.receipts import ReceiptView, views_of
+from brigade.errors import EnvironmentProblem, InputError
 from brigade.outdir import caches, store
 from brigade.outdir.export import secrets_for
 from brigade.outdir.results import current_receipts
@@ -45,6 +46,10 @@ REPORT_DIR = "report"
 JUNIT_FILE = "junit.xml"
 HTML_FILE = "index.html"
 STATE_FILE = ".report-state.json"
+# in a `<stem>_files` folder beside a page written with --html: the folder is brigade's, and
+# the pages in it are replaced and removed by the next report written there
+REPORT_MARKER = ".brigade-report"
+_MARKER_TEXT = b"Detail pages of a brigade report: brigade replaces and removes its pages here.\n"
 # what the report shows of a receipt; everything else never reaches the projection
 # (names come from the plan, through the same display names as the statistics)
 REPORT_FIELDS = (
@@ -363,6 +368,7 @@ def write_report(
     from brigade.report.paging import page_plans, stale_pages
 
     out = out.absolute()
+    unlink_planted_links(out)
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     folder = out / REPORT_DIR
     junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
@@ -405,20 +411,98 @@ def write_files(
     out: Path, report: Report, *, junit: Path | None = None, html_file: Path | None = None
 ) -> ReportResult:
     """Write the requested report files (the HTML page with its detail pages in the
-    `<stem>_files` folder beside it) and check each for leaks."""
+    `<stem>_files` folder beside it) and check each for leaks; a destination brigade may
+    not write is refused first (`claim_destinations`)."""
     from brigade.report.pages import files_folder
     from brigade.report.paging import page_plans
 
     out = out.absolute()
+    junit = junit.absolute() if junit is not None else None
+    html_file = html_file.absolute() if html_file is not None else None
+    files_dir = html_file.parent / files_folder(html_file.name) if html_file else None
+    fresh = claim_destinations(out, [p for p in (junit, html_file) if p is not None], files_dir)
     checked = _checked(out, report.secrets)
     detail = None
-    if html_file is not None and report.plan is not None:
-        html_file = html_file.absolute()
-        files_dir = html_file.parent / files_folder(html_file.name)
+    if html_file is not None and files_dir is not None and report.plan is not None:
         views = views_of(report.receipts or {})
         plans = page_plans(report.plan, views, str(report.summary["name"]))
         detail = (files_dir, plans, plans, None)
+        if fresh:
+            store.atomic_write_bytes(files_dir / REPORT_MARKER, _MARKER_TEXT, durable=False)
     return _write(out, report, [junit, html_file], checked, None, detail)
+
+
+def _own_folders(out: Path) -> tuple[Path, Path]:
+    """The output directory's report folder and its detail pages' folder."""
+    from brigade.report.pages import files_folder
+
+    folder = out / REPORT_DIR
+    return folder, folder / files_folder(HTML_FILE)
+
+
+def unlink_planted_links(out: Path) -> None:
+    """Remove symbolic links planted as the output directory's own report folders or files
+    (their targets are left as they are): the report never writes through one."""
+    from brigade.report.pages import CASES, CELLS
+
+    folder, files_dir = _own_folders(out)
+    for path in (
+        folder,
+        folder / JUNIT_FILE,
+        folder / HTML_FILE,
+        files_dir,
+        files_dir / CELLS,
+        files_dir / CASES,
+    ):
+        if path.is_symlink():
+            path.unlink()
+
+
+def claim_destinations(out: Path, files: list[Path], files_dir: Path | None) -> bool:
+    """Refuse report destinations brigade may not write (exit 2, before anything is
+    written): a symbolic link, anything but a file, a file inside the output directory
+    outside its report/ folder, a `<stem>_files` folder that is a link or holds anything
+    but an earlier report's pages (no REPORT_MARKER). True when the files folder is new
+    (or empty) and gets the marker."""
+    from brigade.report.pages import CASES, CELLS
+
+    real_out = out.resolve()
+    own, own_files = _own_folders(out)
+    for path in files:
+        if path.is_symlink():
+            raise EnvironmentProblem(
+                f"{path}: a symbolic link; brigade never writes a report through one "
+                "(name the real file)"
+            )
+        if path.exists() and not path.is_file():
+            raise EnvironmentProblem(f"{path}: not a file; name a file for the report")
+        real = path.parent.resolve() / path.name
+        if real == real_out or real_out in real.parents:
+            if own.is_symlink() or real_out / REPORT_DIR not in real.parents:
+                raise InputError(
+                    f"{path}: inside the output directory {out}; name a file outside it "
+                    f"(or in its {REPORT_DIR}/ folder)"
+                )
+    if files_dir is None:
+        return False
+    for folder in (files_dir, files_dir / CELLS, files_dir / CASES):
+        if folder.is_symlink():
+            raise EnvironmentProblem(
+                f"{folder}: a symbolic link; brigade never writes a report's pages through "
+                "one (remove it, or name another file)"
+            )
+    if files_dir.exists() and not files_dir.is_dir():
+        raise EnvironmentProblem(f"{files_dir}: not a folder, where the report's pages go")
+    if files_dir.parent.resolve() / files_dir.name == own_files.resolve():
+        return False  # the output directory's own report folder
+    if not files_dir.exists() or not any(files_dir.iterdir()):
+        return True
+    if (files_dir / REPORT_MARKER).is_file():
+        return False
+    raise EnvironmentProblem(
+        f"{files_dir}: not empty, and not a report's pages folder brigade wrote (it has no "
+        f"{REPORT_MARKER}); name another file for the report, or move that folder away"
+    )
 
 
 def _write(
