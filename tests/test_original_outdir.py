@@ -142,6 +142,25 @@ def test_show_the_original_directory(carried: Carried) -> None:
     assert carried.changed() == []
 
 
+def test_a_running_cell_of_the_original_tool_shows_no_grader_results(carried: Carried) -> None:
+    """Regression: its running marker's `graders` (the specs) showed as a `None  None`
+    grader row in show and on its report page."""
+    done = carried.brigade("show", str(carried.out), "midway:agent:1")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "graders:" not in done.stdout
+    assert "None" not in done.stdout
+    reported = carried.brigade("report", str(carried.out))
+    assert reported.returncode == 3, reported.stderr
+    page = (
+        carried.out
+        / "report"
+        / "index_files"
+        / "cells"
+        / (carried.cells["midway"].cell_id[:2] + ".html")
+    )
+    assert "<td>None</td>" not in page.read_text()
+
+
 def test_export_of_the_original_directory(carried: Carried) -> None:
     done = carried.brigade("export", str(carried.out))
     assert (done.returncode, done.stderr) == (0, "")

@@ -53,6 +53,8 @@ def receipt_view(receipt: dict[str, Any], out: str, run_dir: str | None) -> dict
 
     - `output_digest`: from the grader results when the receipt has none;
     - `score`: the cell score of a graded cell, when the receipt has none;
+    - `grader_specs`: a running marker's `graders` (the specs, not results), which
+      become an empty list;
     - `run_dir`: `run_dir` (the attempt's run folder in the cell's own folder)
       when the recorded path is elsewhere (the directory was moved, copied, or
       written on another machine). In the receipt's other strings (grader
@@ -62,6 +64,12 @@ def receipt_view(receipt: dict[str, Any], out: str, run_dir: str | None) -> dict
       path of that machine is kept.
     """
     view = receipt
+    graders = receipt.get("graders")
+    running = receipt.get("state") == "running"
+    if running and "grader_specs" not in receipt and isinstance(graders, list):
+        # the original tool's running marker carries the grader specs under `graders`:
+        # they are no results (brigade's own marker says `grader_specs`)
+        view = {**view, "grader_specs": graders, "graders": []}
     if "output_digest" not in receipt:
         digest = graders_digest(receipt.get("graders"))
         if digest is not None:
