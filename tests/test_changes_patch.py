@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -303,3 +304,25 @@ def test_a_fifo_in_place_of_the_patch_is_refused_not_waited_on(project: Project)
         "them, or delete the cell folder to run it again)\n"
     )
     assert receipt_file.read_bytes() == before
+
+
+def test_a_base_commit_missing_at_regrade_says_what_grades_again(project: Project) -> None:
+    """Regression: the grader_error advised --retry-transient, which never touches a
+    grader_error cell (it runs seats again)."""
+    writable_project(project)
+    assert project.run().returncode == 0
+    head = project.receipt("change:agent:1")
+    shutil.rmtree(project.workspace / ".git")  # another repository, without that commit
+    git(project.workspace, "init", "-q")
+    git(project.workspace, "add", "-A")
+    git(project.workspace, "commit", "-qm", "other history")
+    done = project.brigade("regrade", str(project.out))
+    assert done.returncode == 3, done.stderr
+    receipt = project.receipt("change:agent:1")
+    assert receipt["state"] == "grader_error"
+    snapshot = json.loads((Path(head["run_dir"]) / "run.json").read_text())["workspace_snapshot"]
+    assert receipt["graders"][0]["detail"] == (
+        f"cannot re-create the run's worktree: commit {snapshot['head']} is not in the git "
+        f"checkout at {project.workspace} here (fetch it there, then run `brigade regrade` "
+        "or the run again: it grades grader_error cells again)"
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from brigade.core.taxonomy import Verdict, classify_grades
 from brigade.inputs import schemas
 from brigade.run.graders import GradeContext, LiveWorkspace, Setting, run_graders, spec_problem
 
@@ -391,3 +392,29 @@ def test_no_process_outlives_its_grader(tmp_path: Path) -> None:
     pid = int(pids.read_text())
     wait_for(lambda: not alive(pid), what="the grader's straggler ended")
     assert os.path.exists(tmp_path / "out" / FOLDER / "stdout.log")
+
+
+def test_a_junit_file_in_the_grader_folder_is_named_by_its_resolved_path(
+    tmp_path: Path,
+) -> None:
+    """Regression: the detail said `{grader_dir}/j.xml`, the placeholder as written."""
+    code = "import os; open(os.environ['BRIGADE_GRADER_DIR'] + '/j.xml', 'w').write('<html/>')"
+    result = grade(context(tmp_path), python(code, score_from="junit:{grader_dir}/j.xml"))
+    assert (result["status"], result["detail"]) == (
+        "grader_error",
+        f"the JUnit file {FOLDER}/j.xml is not JUnit XML (its root is <html>, not "
+        "<testsuites> or <testsuite>)",
+    )
+
+
+def test_every_test_passing_with_another_exit_status_is_no_pass(tmp_path: Path) -> None:
+    """The score is the share of tests passed; the pass also needs the expected exit status
+    (its component check): the cell is rejected."""
+    result = grade(context(tmp_path), writes("report.xml", junit(case("a")), exit_code=1))
+    assert (result["status"], result["score"]) == ("scored", 1.0)
+    assert result["component_checks"] == [
+        {"name": "exit status", "passed": False, "detail": "exit status 1, expected 0"}
+    ]
+    assert classify_grades([result]) == Verdict("rejected")
+    passing = grade(context(tmp_path / "ok"), writes("report.xml", junit(case("a")), exit_code=0))
+    assert classify_grades([passing]) == Verdict("accepted")

@@ -145,9 +145,20 @@ def classify_grades(results: Sequence[dict[str, Any]]) -> Verdict:
     if errors:
         first = errors[0]
         return Verdict("grader_error", None, f"{first['grader_id']}: {first['detail']}")
-    if all(r["score"] >= r["score_max"] for r in results):
+    if all(grader_passed(r) for r in results):
         return Verdict("accepted")
     return Verdict("rejected")
+
+
+def grader_passed(result: Mapping[str, Any]) -> bool:
+    """A scored grader passes when its score reaches score_max and none of its component
+    checks failed (a JUnit-scored command whose tests all passed but which exited with
+    another status than expected fails its `exit status` check: not a pass)."""
+    checks = result.get("component_checks")
+    failed = isinstance(checks, list) and any(
+        isinstance(check, dict) and check.get("passed") is False for check in checks
+    )
+    return bool(result["score"] >= result["score_max"]) and not failed
 
 
 def cell_score(results: Sequence[dict[str, Any]]) -> float | None:

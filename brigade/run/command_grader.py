@@ -132,7 +132,14 @@ def post_run_workspace(setting: Setting) -> Iterator[Place]:
     if store.file_digest(patch) != setting.changes_digest:
         raise GraderFault("run/changes.patch does not match the changes_digest of the receipt")
     try:
-        repo = worktree_repo(setting.workspace, head)
+        # a grader_error is graded again by `brigade regrade` or the next run, never by
+        # --retry-transient (which runs the seat again)
+        repo = worktree_repo(
+            setting.workspace,
+            head,
+            "fetch it there, then run `brigade regrade` or the run again: it grades "
+            "grader_error cells again",
+        )
         prefix = snapshot.get("prefix")
         repo = dataclasses.replace(repo, prefix=prefix if isinstance(prefix, str) else "")
         tree = worktree.create(repo)
@@ -292,7 +299,8 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
                 )
             counts = None
             if junit is not None:
-                counts = _read_junit(spec, junit, before, folder, ctx.redact)
+                named = _junit_name(spec, folder, setting.out)
+                counts = _read_junit(named, junit, before, folder, ctx.redact)
     except GraderFault as fault:
         raise GraderFault(str(fault), {**extra, "logs": _logs(setting, folder)}) from None
     extra["logs"] = _logs(setting, folder)
@@ -323,15 +331,24 @@ def _junit_file(spec: Mapping[str, Any], cwd: Path, folder: Path) -> Path | None
     return contained_file(cwd, path, "score_from path")
 
 
+def _junit_name(spec: Mapping[str, Any], folder: Path, out: Path) -> str:
+    """The JUnit file as a detail names it: a path in the grader's folder relative to the
+    output directory (its `{grader_dir}` resolved), else as written (relative to where the
+    command ran)."""
+    path = junit_path(spec) or ""
+    if path.startswith(GRADER_DIR + "/"):
+        return os.path.relpath(folder / path[len(GRADER_DIR) + 1 :], out)
+    return path
+
+
 def _read_junit(
-    spec: Mapping[str, Any],
+    named: str,
     junit: Path,
     before: tuple[int, int, int, int] | None,
     folder: Path,
     redact: Callable[[str], str],
 ) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """The JUnit file's test counts and failed tests; a copy is kept in the grader's folder."""
-    named = junit_path(spec)
     if _stat(junit) is None:
         raise GraderFault(f"the command wrote no JUnit file at {named}")
     if _stat(junit) == before:
@@ -342,7 +359,7 @@ def _read_junit(
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise GraderFault(f"cannot read the JUnit file {named}: {reason}") from None
     store.atomic_write_bytes(folder / JUNIT_COPY, data, durable=False)
-    return junit_counts(data, named or "", redact)
+    return junit_counts(data, named, redact)
 
 
 def tail_cut(text: str, limit: int = 200) -> str:

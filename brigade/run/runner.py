@@ -27,6 +27,7 @@ from brigade.core.taxonomy import (
     classify_grades,
     classify_run,
     decide,
+    grader_passed,
 )
 from brigade.core.usage import Price, Usage, UsageError, priced, usage_document, usage_from_document
 from brigade.errors import TamperedOutput
@@ -495,9 +496,7 @@ def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, An
     return {
         "accepted": verdict.state == "accepted",
         "graders_total": len(results),
-        "graders_passed": sum(
-            1 for r in results if r["status"] == "scored" and r["score"] >= r["score_max"]
-        ),
+        "graders_passed": sum(1 for r in results if r["status"] == "scored" and grader_passed(r)),
         "graders_errored": sum(1 for r in results if r["status"] == "grader_error"),
     }
 

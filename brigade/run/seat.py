@@ -274,8 +274,13 @@ def execute_seat(
             worktree.remove(tree)
 
 
-def worktree_repo(workspace: Path, head: str | None) -> worktree.Repo:
-    """The repository to branch a writable run from, at `head` when one is given."""
+# what cures a base commit missing here, for a seat run (an adapter_error, worktree_failed)
+RETRY_SEAT = "fetch it there, then re-run with --retry-transient"
+
+
+def worktree_repo(workspace: Path, head: str | None, then: str = RETRY_SEAT) -> worktree.Repo:
+    """The repository to branch a writable run from, at `head` when one is given (`then`:
+    what to do when that commit is not there, said in the error)."""
     repo = worktree.find_repo(workspace)
     if head is None or head == repo.head:
         return repo
@@ -284,8 +289,7 @@ def worktree_repo(workspace: Path, head: str | None) -> worktree.Repo:
     )
     if code != 0:
         raise EnvironmentProblem(
-            f"commit {head} is not in the git checkout at {repo.toplevel} here "
-            "(fetch it there, then re-run with --retry-transient)"
+            f"commit {head} is not in the git checkout at {repo.toplevel} here ({then})"
         )
     return dataclasses.replace(repo, head=head)
 
