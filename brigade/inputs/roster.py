@@ -51,7 +51,8 @@ def _nul_problems(seat: dict[str, Any], where: list[Any], label: str) -> list[st
     """A NUL byte cannot be part of a command line or an environment variable: refused here,
     not by every launch of the seat."""
     fields = [([key], seat.get(key)) for key in _PASSED_ON]
-    fields += [(["env", key], value) for key, value in (seat.get("env") or {}).items()]
+    env = seat.get("env")
+    fields += [(["env", key], value) for key, value in env.items()] if isinstance(env, dict) else []
     return [
         f"{label}: {format_path([*where, *path])}: contains a NUL byte, which no "
         "command line or environment variable can carry"
@@ -176,6 +177,10 @@ def roster_from_toml(doc: Any, path: Path, label: str, *, validated: bool = Fals
         problem = check_cli(cli)
         if problem:
             unusable[name] = f"{label}: {format_path(['agents', name, 'cli'])}: {problem}"
+            continue
+        nul = _nul_problems(raw, ["agents", name], label)
+        if nul:  # like any agent it cannot run: refused when a manifest names it
+            unusable[name] = nul[0]
             continue
         seats[name] = SeatSpec(
             name=name,
