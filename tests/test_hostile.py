@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import DODO, FAKE_CLI, Project, alive, brigade_command, git, git_workspace, wait_for
@@ -91,6 +92,28 @@ def test_nul_bytes_in_a_seat_are_refused_by_validate(project: Project, where: st
         assert one_line(result.stderr) == (
             f"brigade: {project.roster}: {path}: contains a NUL byte, which no command line "
             "or environment variable can carry"
+        )
+    assert not project.out.exists()
+
+
+@pytest.mark.parametrize("where", ["env", "cli"])
+def test_nul_bytes_in_a_roster_toml_seat_are_refused_too(project: Project, where: str) -> None:
+    """Regression: the same NUL byte was refused in roster.yaml and accepted in roster.toml."""
+    value = {
+        "env": 'cli = "exec:echo hi"\nenv = {A = "x\\u0000y"}',
+        "cli": 'cli = "exec:echo \\u0000"',
+    }
+    roster = project.root / "roster.toml"
+    roster.write_text(f"[agents.a]\n{value[where]}\n")
+    project.write_manifest([{"id": "c", "prompt": "x"}], seats=("a",))
+    path = {"env": "agents.a.env.A", "cli": "agents.a.cli"}[where]
+    validate = project.brigade("validate", str(project.manifest), "--roster", str(roster))
+    run = project.brigade(*project.run_args()[:2], "--roster", str(roster), *project.run_args()[4:])
+    for result in (validate, run):
+        assert result.returncode == 2
+        assert one_line(result.stderr) == (
+            f"brigade: {project.manifest}: seats[0]: {roster}: {path}: contains a NUL byte, "
+            "which no command line or environment variable can carry"
         )
     assert not project.out.exists()
 
@@ -669,3 +692,41 @@ def test_report_files_never_land_on_the_output_directorys_own(
     own = project.out / "report" / "mine.xml"
     assert project.brigade("report", str(project.out), "--junit", str(own)).returncode == 0
     assert own.read_text().startswith("<?xml")
+
+
+@pytest.mark.parametrize("command", ["report", "export", "regrade"])
+def test_a_folder_that_is_no_output_directory_is_left_as_it_was(
+    project: Project, command: str
+) -> None:
+    """Regression: the refusal (exit 2) left `.brigade.lock` behind (and made the folder)."""
+    empty = project.root / "empty"
+    empty.mkdir()
+    absent = project.root / "absent" / "deeper"
+    for folder in (empty, absent):
+        result = project.brigade(command, str(folder))
+        assert result.returncode == 2
+        assert one_line(result.stderr) == (
+            f"brigade: {folder}: no readable plan.json here; is this a brigade output directory?"
+        )
+    assert list(empty.iterdir()) == []
+    assert not (project.root / "absent").exists()
+
+
+@pytest.mark.parametrize(
+    ("cells", "where"),
+    [
+        ([{"cell_id": "x"}], "cells[0].seat: is required but missing"),
+        ([{"seat": {"seat": "a"}}], "cells[0].seat.cli: is required but missing"),
+        ([5], "cells[0]: not a valid plan cell (TypeError: 'int' object is not subscriptable)"),
+    ],
+)
+def test_a_broken_plan_json_is_named_with_its_json_path(
+    project: Project, cells: list[Any], where: str
+) -> None:
+    out = project.root / "broken"
+    out.mkdir()
+    plan = {"schema": "brigade.eval_plan.v1", "name": "x", "manifest_digest": "a", "cells": cells}
+    (out / "plan.json").write_text(json.dumps(plan))
+    result = project.brigade("show", str(out))
+    assert result.returncode == 2
+    assert one_line(result.stderr) == f"brigade: {out / 'plan.json'}: {where}"

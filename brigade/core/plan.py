@@ -292,6 +292,96 @@ def build_plan(
     )
 
 
+class PlanShapeError(ValueError):
+    """plan.json is not a plan: `path` is where (a JSON path), `cause` what went wrong."""
+
+    def __init__(self, path: list[str | int], cause: BaseException) -> None:
+        self.path = path
+        self.cause = cause
+        super().__init__(path, cause)
+
+    @property
+    def problem(self) -> str:
+        """What is wrong there, in words."""
+        if isinstance(self.cause, KeyError):
+            return "is required but missing"
+        return f"not a valid plan cell ({type(self.cause).__name__}: {self.cause})"
+
+
+def _missing(raw: Any, exc: BaseException) -> list[str | int]:
+    """Where in a plan cell a KeyError was: a key of the cell, or of its seat."""
+    if not isinstance(exc, KeyError) or not isinstance(raw, dict):
+        return []
+    key = exc.args[0] if exc.args else None
+    if not isinstance(key, str):
+        return []
+    seat = raw.get("seat")
+    if isinstance(seat, dict) and key in _SEAT_FIELDS and key not in seat:
+        return ["seat", key]
+    return [key] if key not in raw else []
+
+
+# the keys of a plan cell's seat that plan_from_document reads
+_SEAT_FIELDS = frozenset(
+    (
+        "seat",
+        "cli",
+        "model",
+        "reasoning",
+        "transport",
+        "transport_version",
+        "env",
+        "codex_transport",
+    )
+)
+
+
+def _cell_from(raw: dict[str, Any]) -> Cell:
+    """One cell of plan.json (ours, or the original tool's: a seat named only)."""
+    seat_doc = raw["seat"]
+    if isinstance(seat_doc, str):
+        return Cell(
+            cell_id=raw["cell_id"],
+            coordinate=raw["coordinate"],
+            case_id=raw["case_id"],
+            prompt=raw["prompt"],
+            seat=SeatSpec(name=seat_doc, cli=""),
+            trial=raw["trial"],
+            graders=tuple(raw["graders"]),
+            execution_mode=raw["execution_mode"],
+            run_key="",
+        )
+    seat = SeatSpec(
+        name=seat_doc["seat"],
+        cli=seat_doc["cli"],
+        model=seat_doc["model"],
+        reasoning=seat_doc["reasoning"],
+        transport=seat_doc["transport"],
+        transport_version=seat_doc["transport_version"],
+        env=dict(seat_doc["env"] or {}),
+        codex_transport=seat_doc["codex_transport"],
+    )
+    payload = identity_payload(
+        case_id=raw["case_id"],
+        prompt=raw["prompt"],
+        seat=seat_doc,
+        trial=raw["trial"],
+        graders=raw["graders"],
+        execution_mode=raw["execution_mode"],
+    )
+    return Cell(
+        cell_id=raw["cell_id"],
+        coordinate=raw["coordinate"],
+        case_id=raw["case_id"],
+        prompt=raw["prompt"],
+        seat=seat,
+        trial=raw["trial"],
+        graders=tuple(raw["graders"]),
+        execution_mode=raw["execution_mode"],
+        run_key=run_key(payload),
+    )
+
+
 def plan_from_document(doc: dict[str, Any]) -> Plan:
     """Rebuild a Plan from plan.json (for commands that only get an output directory).
 
@@ -299,54 +389,11 @@ def plan_from_document(doc: dict[str, Any]) -> Plan:
     spec is unknown (empty `cli`) and its cells have no run_key (never reused).
     """
     cells = []
-    for raw in doc["cells"]:
-        seat_doc = raw["seat"]
-        if isinstance(seat_doc, str):
-            cells.append(
-                Cell(
-                    cell_id=raw["cell_id"],
-                    coordinate=raw["coordinate"],
-                    case_id=raw["case_id"],
-                    prompt=raw["prompt"],
-                    seat=SeatSpec(name=seat_doc, cli=""),
-                    trial=raw["trial"],
-                    graders=tuple(raw["graders"]),
-                    execution_mode=raw["execution_mode"],
-                    run_key="",
-                )
-            )
-            continue
-        seat = SeatSpec(
-            name=seat_doc["seat"],
-            cli=seat_doc["cli"],
-            model=seat_doc["model"],
-            reasoning=seat_doc["reasoning"],
-            transport=seat_doc["transport"],
-            transport_version=seat_doc["transport_version"],
-            env=dict(seat_doc["env"] or {}),
-            codex_transport=seat_doc["codex_transport"],
-        )
-        payload = identity_payload(
-            case_id=raw["case_id"],
-            prompt=raw["prompt"],
-            seat=seat_doc,
-            trial=raw["trial"],
-            graders=raw["graders"],
-            execution_mode=raw["execution_mode"],
-        )
-        cells.append(
-            Cell(
-                cell_id=raw["cell_id"],
-                coordinate=raw["coordinate"],
-                case_id=raw["case_id"],
-                prompt=raw["prompt"],
-                seat=seat,
-                trial=raw["trial"],
-                graders=tuple(raw["graders"]),
-                execution_mode=raw["execution_mode"],
-                run_key=run_key(payload),
-            )
-        )
+    for index, raw in enumerate(doc["cells"]):
+        try:
+            cells.append(_cell_from(raw))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise PlanShapeError(["cells", index, *_missing(raw, exc)], exc) from None
     return Plan(
         name=doc["name"],
         manifest_digest=doc["manifest_digest"],

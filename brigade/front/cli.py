@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from brigade import __version__
-from brigade.core.plan import Plan, expand, plan_from_document
+from brigade.core.jsonpath import format_path
+from brigade.core.plan import Plan, PlanShapeError, expand, plan_from_document
 from brigade.core.receipts import views_of
 from brigade.core.selection import CellFilter
 from brigade.core.specs import SANDBOX_MODES
@@ -204,10 +205,16 @@ def _output_dir(value: Path | None) -> Path:
 
 
 def _load_plan(out: Path) -> Plan:
+    path = out / store.PLAN_FILE
     try:
         return plan_from_document(read_plan_document(out))
-    except (KeyError, TypeError) as exc:
-        raise InputError(f"{out / store.PLAN_FILE}: not a valid plan ({exc})") from None
+    except PlanShapeError as exc:
+        raise InputError(f"{path}: {format_path(exc.path)}: {exc.problem}") from None
+    except KeyError as exc:  # a key of the plan itself
+        key = exc.args[0] if exc.args and isinstance(exc.args[0], str) else "?"
+        raise InputError(f"{path}: {format_path([key])}: is required but missing") from None
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise InputError(f"{path}: not a valid plan ({type(exc).__name__}: {exc})") from None
 
 
 def cmd_regrade(args: argparse.Namespace) -> int:
@@ -755,6 +762,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrigadeError as exc:
         for line in str(exc).splitlines():  # several problems of a document: a line each
             print(f"brigade: {line}", file=sys.stderr)
+        lock.discard_refused()
         return exc.exit_code
     except BrokenPipeError:
         # output piped into `head` and the like: stop quietly, like cat does

@@ -20,6 +20,9 @@ from brigade.errors import EnvironmentProblem, LockHeld
 from brigade.outdir.store import LOCK_FILE, read_regular
 
 _held: dict[Path, IO[str]] = {}
+# what acquiring a lock made: the lock file (when new) and the folders created for it,
+# removed again by `discard_refused` when the command is refused
+_made: dict[Path, list[Path]] = {}
 
 
 def holder_pid(path: Path) -> str:
@@ -38,12 +41,19 @@ def acquire(out: Path, *, wait: bool, poll: float = 0.2) -> None:
     path = _lock_path(out)
     if path in _held:
         return
+    made = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # never through a symbolic link: the lock file is truncated and written below
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    except FileExistsError:
-        raise EnvironmentProblem(f"{out}: output path exists and is not a folder") from None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise EnvironmentProblem(f"{out}: output path exists and is not a folder") from None
+        try:
+            fd = os.open(path, flags | os.O_EXCL, 0o666)
+            made.insert(0, path)
+        except FileExistsError:
+            # never through a symbolic link: the lock file is truncated and written below
+            fd = os.open(path, flags, 0o666)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise EnvironmentProblem(
@@ -83,6 +93,7 @@ def acquire(out: Path, *, wait: bool, poll: float = 0.2) -> None:
         handle.close()
         raise _unusable(out, exc) from None
     _held[path] = handle
+    _made[path] = made
 
 
 def _lock_path(out: Path) -> Path:
@@ -103,9 +114,34 @@ def held(out: Path) -> bool:
     return (out / LOCK_FILE).resolve() in _held
 
 
+def discard_refused() -> None:
+    """Release every lock this process holds after its command was refused (exit 2), and
+    remove what acquiring them made (a new lock file, new folders) where nothing else was
+    written since: a refused command leaves nothing behind."""
+    for path in list(_held):
+        made = _made.pop(path, [])
+        release(path.parent)
+        if path in made and _only_lock(path.parent):
+            path.unlink(missing_ok=True)
+        for folder in made:
+            if folder != path:
+                try:
+                    folder.rmdir()  # only when empty
+                except OSError:
+                    break
+
+
+def _only_lock(folder: Path) -> bool:
+    try:
+        return os.listdir(folder) == [LOCK_FILE]
+    except OSError:
+        return False
+
+
 def release(out: Path) -> None:
     """Release the lock if this process holds it."""
     path = _lock_path(out)
+    _made.pop(path, None)
     handle = _held.pop(path, None)
     if handle is not None:
         try:
