@@ -284,6 +284,28 @@ def test_the_fixit_example_end_to_end(repo_copy: Path) -> None:
     assert patch.startswith("diff --git a/calc.py b/calc.py\n")
     # the checkout itself is as it was
     assert "return a - b" in (repo_copy / "manifests" / "fixit" / "calc.py").read_text()
+    # as README says, `brigade show` names the failed test (regression: only --json did),
+    # and so does the cell's report page
+    shown = subprocess.run(
+        [*brigade_command(), "show", str(out), "fix-add:hasty:1"],
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    graders = shown.stdout.split("graders:\n", 1)[1].split("\n")[:3]
+    assert graders == [
+        "  command:0  scored 0.666667  2 of 3 test(s) passed (1 failed, 0 error(s), 0 skipped "
+        "and not counted); exit status 1, expected 0",
+        "    failed  exit status: exit status 1, expected 0",
+        "    failed  test_calc.test_negative: failed: assert 2 == 0 + where 2 = add(-1, 1)",
+    ]
+    page = out / "report" / "index_files" / "cells" / f"{hasty['cell_id'][:2]}.html"
+    assert (
+        '<ul class="checks"><li>failed: exit status: exit status 1, expected 0</li>'
+        "<li>failed: test_calc.test_negative: failed: assert 2 == 0 + where 2 = add(-1, 1)"
+        "</li></ul>"
+    ) in page.read_text()
 
 
 def test_a_fifo_in_place_of_the_patch_is_refused_not_waited_on(project: Project) -> None:

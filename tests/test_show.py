@@ -15,7 +15,7 @@ from brigade.errors import InputError
 from brigade.outdir import store
 from brigade.outdir.results import read_plan_document
 from brigade.report.detail import Attempt, CellRecord, Text
-from brigade.report.model import usage_text
+from brigade.report.model import failed_checks, usage_text
 from brigade.report.show import cell_text, find_cell
 from brigade.run.runner import RunContext, running_receipt
 
@@ -451,3 +451,16 @@ def test_doit_info_says_where_a_cell_is(finished: Project) -> None:
         "cell_id": cell_id,
         "folder": str(finished.out / "cells" / cell_id),
     }
+
+
+def test_failed_component_checks_are_listed_bounded_and_cut() -> None:
+    checks = [{"name": "exit status", "passed": True, "detail": "exit status 0, expected 0"}]
+    checks += [{"name": f"t{i}", "passed": False, "detail": "x " * 200} for i in range(12)]
+    lines, more = failed_checks({"component_checks": checks})
+    assert (len(lines), more) == (10, 2)
+    assert lines[0] == ("t0: " + "x " * 200)[:299] + "…"
+    assert failed_checks({"component_checks": None}) == ([], 0)
+    assert failed_checks({"component_checks": [{"name": "a\nb", "passed": False}]}) == (
+        ["a b"],
+        0,
+    )

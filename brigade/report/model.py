@@ -82,6 +82,32 @@ def grader_lines(cell: ReportCell) -> list[str]:
     return lines
 
 
+# how many failed component checks of a grader show and the text of each at most
+CHECKS_SHOWN = 10
+CHECK_CHARACTERS = 300
+
+
+def failed_checks(grader: Mapping[str, Any]) -> tuple[list[str], int]:
+    """A grader's failed component checks (a failed test, a violated constraint, the exit
+    status) as `name: detail` lines: the first CHECKS_SHOWN, each cut to CHECK_CHARACTERS;
+    and how many more failed."""
+    checks = grader.get("component_checks")
+    failed = [
+        check
+        for check in (checks if isinstance(checks, list) else ())
+        if isinstance(check, dict) and check.get("passed") is False
+    ]
+    lines = []
+    for check in failed[:CHECKS_SHOWN]:
+        name = " ".join(str(check.get("name") or "?").split())
+        detail = " ".join(str(check.get("detail") or "").split())
+        line = f"{name}: {detail}" if detail else name
+        if len(line) > CHECK_CHARACTERS:
+            line = line[: CHECK_CHARACTERS - 1] + "…"
+        lines.append(line)
+    return lines, max(0, len(failed) - CHECKS_SHOWN)
+
+
 def failure_reasons(cells: Iterable[ReportCell]) -> dict[str, dict[str, int]]:
     """Measurement failures: reason -> seat -> count."""
     table: dict[str, dict[str, int]] = {}
@@ -97,13 +123,15 @@ def _ids(graders: Iterable[Mapping[str, Any]]) -> str:
 
 
 def passed(grader: Mapping[str, Any]) -> bool:
-    """Whether a grader result scored its maximum."""
+    """Whether a grader result passed: it scored its maximum and no component check failed
+    (as `taxonomy.grader_passed` decides a cell's state)."""
     score, top = grader.get("score"), grader.get("score_max", 1)
     return (
         grader.get("status") == "scored"
         and isinstance(score, (int, float))
         and isinstance(top, (int, float))
         and score >= top
+        and not failed_checks(grader)[0]
     )
 
 

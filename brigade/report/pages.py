@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from brigade.report.model import seconds_text, state_class
+from brigade.report.model import failed_checks, seconds_text, state_class
 from brigade.report.views import ENTRIES_TAIL, CellView, Shown, scrubbed_kinds
 
 CELLS = "cells"
@@ -159,13 +159,24 @@ def _diff_block(value: Shown, where: str | None) -> str:
     return f'<pre class="diff">{chr(10).join(lines)}</pre>{notes}{_scrub_note(value.scrubbed)}'
 
 
+def _failed_checks(grader: Mapping[str, Any]) -> str:
+    """A grader's failed component checks under its detail (projected with the result)."""
+    failed, more = failed_checks(grader)
+    if not failed:
+        return ""
+    items = "".join(f"<li>failed: {_e(line)}</li>" for line in failed)
+    if more:
+        items += f"<li>and {more} more failed check(s)</li>"
+    return f'<ul class="checks">{items}</ul>'
+
+
 def _graders(view: CellView) -> str:
     if not view.graders:
         return '<p class="note">No graders.</p>'
     rows = "".join(
         f"<tr><td>{_e(g.get('grader_id'))}</td><td>{_e(g.get('status'))}</td>"
         f"<td>{_e('–' if g.get('score') is None else g.get('score'))}</td>"
-        f"<td>{_e(g.get('detail') or '')}</td></tr>"
+        f"<td>{_e(g.get('detail') or '')}{_failed_checks(g)}</td></tr>"
         for g in view.graders
     )
     return (

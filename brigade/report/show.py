@@ -17,6 +17,7 @@ from brigade.errors import InputError
 from brigade.report.detail import CellRecord, Text
 from brigade.report.model import (
     cost_text,
+    failed_checks,
     seconds_text,
     short_reason,
     state_reason,
@@ -88,6 +89,10 @@ def _grader_lines(receipt: Mapping[str, Any] | None, out: Path) -> list[str]:
         shown = "" if score is None else f" {score:g}"
         detail = " ".join(str(grader.get("detail") or "").split())
         lines.append(f"{INDENT}{grader.get('grader_id')}  {grader.get('status')}{shown}  {detail}")
+        failed, more = failed_checks(grader)
+        lines += [f"{INDENT * 2}failed  {line}" for line in failed]
+        if more:
+            lines.append(f"{INDENT * 2}and {more} more failed check(s) (--json lists them all)")
         logs = grader.get("logs")
         if isinstance(logs, dict) and logs:  # a grader that ran a process (a command, a judge)
             code = grader.get("exit_code")
