@@ -525,20 +525,24 @@ def test_an_unreadable_doit_db_is_dropped_as_the_cache_it_is(
     """`chmod 000 .doit.db` (root reads it anyway, so the refusal is simulated)."""
     from brigade.errors import EnvironmentProblem
     from brigade.front.tasks import dep_file
+    from brigade.outdir import store
 
     db = tmp_path / ".doit.db"
     db.write_text("{}")
-    real = Path.read_bytes
+    real = store.read_regular
 
-    def forbidden(self: Path) -> bytes:
-        if self == db:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def forbidden(path: Path | str, limit: int | None = None) -> bytes:
+        if Path(path) == db:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, limit)
 
-    monkeypatch.setattr(Path, "read_bytes", forbidden)
+    monkeypatch.setattr(store, "read_regular", forbidden)
     assert dep_file(tmp_path) == str(db)
     assert not db.exists()
     monkeypatch.undo()
+    os.mkfifo(db)  # doit would wait on it forever: dropped like an unreadable one
+    assert dep_file(tmp_path) == str(db)
+    assert not db.exists()
     db.mkdir()
     with pytest.raises(EnvironmentProblem) as refused:
         dep_file(tmp_path)
