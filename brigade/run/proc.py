@@ -23,6 +23,7 @@ from typing import IO, NamedTuple, NoReturn
 
 from brigade.core.clock import utc_now
 from brigade.core.taxonomy import FaultKind
+from brigade.outdir import store
 
 TERM_GRACE_SECONDS = 3.0
 # launch errors that mean the program is not there to run
@@ -262,7 +263,7 @@ def _command_ran(status: IO[bytes]) -> bool:
 
 def _last_line(path: Path) -> str:
     try:
-        lines = path.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        lines = store.read_regular(path).decode("utf-8", "replace").strip().splitlines()
     except OSError:
         return ""
     return lines[-1].strip() if lines else ""
