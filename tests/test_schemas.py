@@ -195,7 +195,9 @@ def test_check_input_lists_every_problem_a_line_each() -> None:
     doc = manifest(trials=0, bogus=1, trails=2)
     with pytest.raises(InputError) as caught:
         schemas.check_input(doc, MANIFEST, "dir/m.yaml")
-    allowed = "cases, description, execution, graders, max_cost, name, roster, schema, seats, trials"
+    allowed = (
+        "cases, description, execution, graders, max_cost, name, roster, schema, seats, trials"
+    )
     assert str(caught.value).splitlines() == [
         f"dir/m.yaml: bogus: unknown key (allowed: {allowed})",
         f"dir/m.yaml: trails: unknown key (did you mean 'trials'?) (allowed: {allowed})",
