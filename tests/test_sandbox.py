@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from agents.fake_cli import install
-from conftest import FAKE_CLI, Project, alive, git, git_workspace, wait_for
+from conftest import FAKE_AGENT, FAKE_CLI, Project, alive, git, git_workspace, wait_for
 from test_progress import masked
 
 from brigade.core.specs import SandboxSpec, SeatSpec
@@ -150,7 +150,16 @@ def test_the_folder_a_command_runs_in_is_made_visible_only_where_hidden(layout: 
     view = sandbox.View(cwd=layout.workspace)
     assert sandbox.mounts(view)[0] == [(str(layout.workspace.resolve()), "ro")]
     # outside /tmp it is visible as it is, read-only like everything
-    assert sandbox.mounts(sandbox.View(cwd=Path(sys.prefix)))[0] == []
+    assert sandbox.mounts(sandbox.View(cwd=Path("/usr")))[0] == []
+
+
+def test_paths_a_command_line_names_are_visible(layout: Layout) -> None:
+    script = layout.workspace / "agent.py"
+    script.write_text("")
+    config = layout.root / "conf"
+    config.mkdir()
+    argv = ["python3", str(script), f"--config={config}", "-v", "relative.txt", "/no/such"]
+    assert sandbox.named_paths(argv) == [layout.workspace.resolve(), config.resolve()]
 
 
 def test_symlinked_paths_are_resolved(layout: Layout) -> None:
@@ -1199,3 +1208,36 @@ def test_the_command_line_mode_reaches_a_judge_seat(tmp_path: Path) -> None:
     assert own.sandbox == SandboxSpec(mode="required")
     forced = judge_seat(spec, dataclasses.replace(setting, sandbox="off"), 60)
     assert forced.sandbox == SandboxSpec(mode="off")
+
+
+@needs_bwrap
+def test_programs_and_scripts_under_tmp_run_in_the_sandbox(
+    project: Project, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # the sandbox's /tmp is private: a checkout, agent script or grader script there
+    # (pytest's folders are under /tmp), outside the roster's and the workspace's
+    # folders, must still be visible to the command line naming it
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    assert not elsewhere.is_relative_to(project.root)
+    agent = elsewhere / "agent.py"
+    agent.write_text(Path(FAKE_AGENT).read_text())
+    check = elsewhere / "check.py"
+    check.write_text("import sys\nsys.exit(0)\n")
+    assert str(agent).startswith("/tmp/")
+    project.log.touch()
+    project.write_roster(
+        {"agent": {"cli": f"exec:{{python}} {agent}", "sandbox": {"writable": [str(project.log)]}}},
+        sandbox="required",
+    )
+    grader = {"type": "command", "command": ["{python}", str(check)]}
+    project.write_manifest([{"id": "c", "prompt": "answer: hi", "graders": [grader]}])
+    done = project.run()
+    assert (done.returncode, masked(done.stderr)) == (
+        0,
+        "brigade: [1/1] c:agent:1 accepted <t>\n"
+        "brigade: 1 cell: accepted 1 -> clean (exit 0); <t>; report: "
+        f"{project.out / 'report' / 'index.html'}\n",
+    ), done.stderr
+    receipt = project.receipt("c:agent:1")
+    assert receipt["enforcement"]["applied"] == "sandbox"
+    assert receipt["graders"][0]["enforcement"]["applied"] == "sandbox"

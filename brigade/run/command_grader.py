@@ -24,7 +24,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,9 +189,23 @@ def environment(ctx: GradeContext, setting: Setting, folder: Path, cwd: Path) ->
     return env
 
 
+def program_folders(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> list[Path]:
+    """The folders of the program a command line runs and of the paths it names."""
+    found = sandbox.named_paths(argv)
+    program = proc.resolve_executable(argv[0], cwd, env) if argv else None
+    if program is not None:
+        found += [Path(program).parent, Path(os.path.realpath(program)).parent]
+    return found
+
+
 @contextlib.contextmanager
 def command_sandbox(
-    ctx: GradeContext, setting: Setting, folder: Path, place: Place, env: Mapping[str, str]
+    ctx: GradeContext,
+    setting: Setting,
+    folder: Path,
+    place: Place,
+    env: Mapping[str, str],
+    argv: Sequence[str],
 ) -> Iterator[sandbox.CommandSandbox]:
     """The sandbox the command runs in: the cell's seat's mode (or --sandbox) and network,
     its roster paths; GraderFault when it is required and cannot run here."""
@@ -211,7 +225,8 @@ def command_sandbox(
                 # the answer (BRIGADE_ANSWER_FILE) and the manifest's files ({manifest_dir})
                 readable=(setting.run_dir, ctx.manifest_dir, *readable),
                 hidden=(setting.out, setting.workspace / ".brigade" / "evals", *hidden),
-                visible=(setting.workspace,),
+                # the program and what its command line names (a checkout under /tmp)
+                visible=(setting.workspace, *program_folders(argv, place.cwd, env)),
             )
         )
     except (OSError, sandbox.SandboxError) as exc:
@@ -273,13 +288,14 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
             if place.patch is not None:
                 extra["output_refs"] = [os.path.relpath(place.patch, setting.out)]
             env = environment(ctx, setting, folder, place.cwd)
-            with command_sandbox(ctx, setting, folder, place, env) as box:
+            argv = command_argv(spec["command"], values)
+            with command_sandbox(ctx, setting, folder, place, env, argv) as box:
                 extra["enforcement"] = {
                     "applied": box.decision.applied,
                     "network": "isolated" if box.decision.network_isolated else "host",
                 }
                 result = proc.run(
-                    command_argv(spec["command"], values),
+                    argv,
                     cwd=place.cwd,
                     env=env,
                     stdin_text=None,

@@ -394,6 +394,29 @@ def roster_paths(
     return paths(box.writable), paths(box.readable), paths(box.hidden)
 
 
+def named_paths(argv: Sequence[str]) -> list[Path]:
+    """The folders a command line names by absolute path (a script, a config, `--x=/path`).
+
+    They stay readable where `/tmp` or a hidden folder would hide them: a program
+    under `/tmp` (a checkout or a virtual environment there) must still start.
+    A file's whole folder is named, as a script imports its neighbours.
+    """
+    found: list[Path] = []
+    for arg in argv:
+        text = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if not os.path.isabs(text) or "\0" in text:
+            continue
+        try:
+            path = Path(os.path.realpath(text))
+            if path.is_dir():
+                found.append(path)
+            elif path.exists():
+                found.append(path.parent)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def seat_view(
     seat: SeatSpec,
     *,
@@ -405,6 +428,7 @@ def seat_view(
     workspace: Path | None = None,
     git: WorktreeGit | None = None,
     executable: str | None = None,
+    argv: Sequence[str] = (),
 ) -> View:
     """What a seat sees: its run folder, CLI state and (writable runs) worktree writable.
 
@@ -438,6 +462,7 @@ def seat_view(
         visible += [git.common_dir.parent]
     if executable:
         visible += [Path(executable).parent, Path(os.path.realpath(executable)).parent]
+    visible += named_paths(argv)
     # the seat's own folders win over anything hidden or read-only above them
     return View(
         cwd=cwd,

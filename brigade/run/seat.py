@@ -170,6 +170,7 @@ def execute_seat(
                         workspace=workspace,
                         git=git,
                         executable=proc.resolve_executable(invocation.argv[0], cwd, env),
+                        argv=invocation.argv,
                     )
                     confine = sandbox.confinement(view, sandbox.availability())
                 except (OSError, sandbox.SandboxError) as exc:
