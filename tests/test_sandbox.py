@@ -1112,7 +1112,12 @@ def test_a_hidden_unix_socket_cannot_be_reached(layout: Layout, tmp_path: Path) 
     )
     try:
         for hidden, expected in (((), "connected\n"), ((path,), "Connection refused\n")):
-            view = sandbox.View(cwd=layout.workspace, readable=(layout.root,), hidden=hidden)
+            view = sandbox.View(
+                cwd=layout.workspace,
+                readable=(layout.root,),
+                hidden=hidden,
+                visible=tuple(sandbox.program_paths(sys.executable)),
+            )
             result, out, _ = run_in(view, f'{sys.executable} -c "{client}"', tmp_path)
             assert (result.exit_code, out) == (0, expected)
     finally:
@@ -1241,3 +1246,16 @@ def test_programs_and_scripts_under_tmp_run_in_the_sandbox(
     receipt = project.receipt("c:agent:1")
     assert receipt["enforcement"]["applied"] == "sandbox"
     assert receipt["graders"][0]["enforcement"]["applied"] == "sandbox"
+
+
+def test_a_program_s_installation_and_interpreter_are_visible(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    tool = venv / "bin" / "tool"
+    tool.write_text("#!/opt/py/bin/python3 -u\nimport tool\n")
+    assert set(sandbox.program_paths(str(tool))) == {
+        venv / "bin",
+        venv,
+        Path("/opt/py/bin"),
+        Path("/opt/py"),
+    }

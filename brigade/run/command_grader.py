@@ -194,7 +194,7 @@ def program_folders(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> l
     found = sandbox.named_paths(argv)
     program = proc.resolve_executable(argv[0], cwd, env) if argv else None
     if program is not None:
-        found += [Path(program).parent, Path(os.path.realpath(program)).parent]
+        found += sandbox.program_paths(program)
     return found
 
 

@@ -417,6 +417,25 @@ def named_paths(argv: Sequence[str]) -> list[Path]:
     return found
 
 
+def program_paths(executable: str) -> list[Path]:
+    """The folders a program needs to start: its own, its installation's (the parent of
+    a `bin` folder: a virtual environment's packages) and its `#!` interpreter's."""
+    found: list[Path] = []
+    programs = [executable]
+    with contextlib.suppress(OSError):
+        with open(executable, "rb") as handle:
+            first = handle.read(256).split(b"\n", 1)[0]
+        if first.startswith(b"#!") and first[2:].split():
+            programs.append(os.fsdecode(first[2:].split()[0]))
+    for program in programs:
+        for path in {Path(program), Path(os.path.realpath(program))}:
+            if path.is_absolute():
+                found.append(path.parent)
+                if path.parent.name == "bin":
+                    found.append(path.parent.parent)
+    return found
+
+
 def seat_view(
     seat: SeatSpec,
     *,
@@ -461,7 +480,7 @@ def seat_view(
     if git is not None:
         visible += [git.common_dir.parent]
     if executable:
-        visible += [Path(executable).parent, Path(os.path.realpath(executable)).parent]
+        visible += program_paths(executable)
     visible += named_paths(argv)
     # the seat's own folders win over anything hidden or read-only above them
     return View(

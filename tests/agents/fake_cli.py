@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -65,10 +66,16 @@ TRUST_REFUSALS = {
 def install(folder: Path, name: str) -> Path:
     """Write the fake for adapter `name` into folder; its path."""
     path = folder / BINARIES[name]
+    # installed with its modules beside it, as a real CLI's install is self-contained
+    # (a sandboxed seat sees the program's folder, not this checkout's tests/)
+    package = folder / "fake_cli_modules" / "agents"
+    if not package.is_dir():
+        shutil.copytree(HERE, package, ignore=shutil.ignore_patterns("__pycache__"))
     path.write_text(
         f"#!{sys.executable}\n"
-        "import sys\n"
-        f"sys.path.insert(0, {str(HERE.parent)!r})\n"
+        "import os, sys\n"
+        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+        "'fake_cli_modules'))\n"
         "from agents.fake_cli import main\n"
         f"sys.exit(main({name!r}))\n"
     )
