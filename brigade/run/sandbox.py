@@ -394,6 +394,12 @@ def roster_paths(
     return paths(box.writable), paths(box.readable), paths(box.hidden)
 
 
+def brigade_paths() -> list[Path]:
+    """brigade's interpreter and its own package (a program inside may run brigade's
+    code, e.g. the codex driver): visible even in a checkout under /tmp."""
+    return [Path(sys.prefix), Path(__file__).resolve().parents[1]]
+
+
 def named_paths(argv: Sequence[str]) -> list[Path]:
     """The folders a command line names by absolute path (a script, a config, `--x=/path`).
 
@@ -476,7 +482,7 @@ def seat_view(
         readable += git.protected()
         setenv.update(git.inside_env())
     visible = [cwd, *([workspace] if workspace else []), Path(os.path.abspath(base))]
-    visible.append(Path(sys.prefix))  # brigade's interpreter ({python}, the codex driver)
+    visible += brigade_paths()  # brigade's interpreter ({python}, the codex driver)
     if git is not None:
         visible += [git.common_dir.parent]
     if executable:
@@ -519,7 +525,7 @@ def command_view(
         all_writable += [git.root, git.git_dir, git.objects]
         all_readable += git.protected()
         setenv.update(git.inside_env())
-    all_visible = [*visible, Path(sys.prefix)]
+    all_visible = [*visible, *brigade_paths()]
     if git is not None:
         all_visible.append(git.common_dir.parent)
     return View(
