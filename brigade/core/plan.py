@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from brigade.core.identity import (
     CELL_SCHEMA,
+    SEAT_KEYS,
     TrialHasher,
     canonical_json,
     identity_payload,
@@ -322,18 +323,7 @@ def _missing(raw: Any, exc: BaseException) -> list[str | int]:
 
 
 # the keys of a plan cell's seat that plan_from_document reads
-_SEAT_FIELDS = frozenset(
-    (
-        "seat",
-        "cli",
-        "model",
-        "reasoning",
-        "transport",
-        "transport_version",
-        "env",
-        "codex_transport",
-    )
-)
+_SEAT_FIELDS = frozenset(SEAT_KEYS)
 
 
 def _cell_from(raw: dict[str, Any]) -> Cell:
