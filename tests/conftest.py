@@ -291,3 +291,25 @@ def isolated_cache(
 ) -> None:
     """brigade's input cache goes to a temporary folder, never the user's."""
     monkeypatch.setenv("BRIGADE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+# headless Chromium renders the HTML report (tests skip without it)
+CHROMIUM = shutil.which("chromium")
+
+
+def chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run headless Chromium with its own profile folder (offline, no first-run work)."""
+    argv = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)

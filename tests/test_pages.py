@@ -8,8 +8,6 @@ import html
 import json
 import os
 import re
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import pytest
 import xmlschema
 from agents.fake_cli import install
-from conftest import FAKE_CLI, Project, git_workspace
+from conftest import CHROMIUM, FAKE_CLI, Project, chromium, git_workspace
 from test_report import (
     JUNIT_XSD,
     LONG,
@@ -37,8 +35,6 @@ from brigade.report import pages as pages_module
 from brigade.report import render as render_module
 from brigade.report.build import untouched, write_report
 from brigade.report.pages import case_anchor, case_page, cell_anchor, cell_page
-
-CHROMIUM = shutil.which("chromium")
 
 
 def write(out: Path, plan: Plan, receipts: dict[str, Any], summary: Any, **extra: Any) -> Any:
@@ -388,23 +384,6 @@ def test_doit_reports_answers_transcripts_and_diffs_without_leaks(
 
 
 # --- headless Chromium -------------------------------------------------------------------
-
-
-def chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")

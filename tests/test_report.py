@@ -6,15 +6,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 import xmlschema
-from conftest import FAKE_CLI, REPO, Project
+from conftest import CHROMIUM, FAKE_CLI, REPO, Project, chromium
 
 from brigade.core.identity import digest
 from brigade.core.plan import Plan, build_plan, plan_from_document
@@ -637,30 +635,13 @@ def test_report_command_errors(project: Project) -> None:
 
 # --- headless Chromium ------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium")
-
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_the_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
     write_report(out, plan, views_of(receipts), summary, receipts=receipts)
     page = out / "report" / "index.html"
-    profile = tmp_path / "chromium-profile"
-    argv = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-    ]
-    done = subprocess.run(
-        [*argv, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
-    )
+    done = chromium(tmp_path / "chromium-profile", "--dump-dom", page.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     dom = done.stdout
     # parsed: the matrix and every cell row are in the DOM
@@ -673,11 +654,11 @@ def test_the_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     # and the SVG chart is there
     assert '<svg id="rates"' in dom
     shot = tmp_path / "report.png"
-    done = subprocess.run(
-        [*argv, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = chromium(
+        tmp_path / "chromium-profile",
+        "--window-size=1200,1600",
+        f"--screenshot={shot}",
+        page.as_uri(),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

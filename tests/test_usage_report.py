@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import xmlschema
-from conftest import REPO, Project
+from conftest import CHROMIUM, REPO, Project, chromium
 
 from brigade.core.usage import money
 from brigade.report.costs import Point, pareto_front
@@ -154,27 +152,10 @@ def test_report_json_has_the_usage(costly: Project) -> None:
     assert cell["usage_all_attempts"]["cost_usd"] is None
 
 
-CHROMIUM = shutil.which("chromium")
-
-
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_the_cost_chart_renders_in_headless_chromium(costly: Project, tmp_path: Path) -> None:
     page = costly.out / "report" / "index.html"
-    argv = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
-    done = subprocess.run(
-        [*argv, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
-    )
+    done = chromium(tmp_path / "profile", "--dump-dom", page.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     dom = done.stdout
     assert 'data-ready="1"' in dom  # the page's script ran to its end
@@ -183,11 +164,8 @@ def test_the_cost_chart_renders_in_headless_chromium(costly: Project, tmp_path: 
     assert chart.count('class="seat pareto"') == 2
     assert '<polyline class="front"' in chart
     shot = tmp_path / "chart.png"
-    done = subprocess.run(
-        [*argv, "--window-size=1200,2000", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = chromium(
+        tmp_path / "profile", "--window-size=1200,2000", f"--screenshot={shot}", page.as_uri()
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
