@@ -288,3 +288,61 @@ def _seconds(stamp: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_new_fault_kinds_reach_every_record_and_lasting_ones_stop_their_seat(
+    project: Project,
+) -> None:
+    """cli_incompatible and model_unavailable stop their seat and are never retried; unknown
+    is not retried either; all three are apparatus faults everywhere they show."""
+    import xml.etree.ElementTree as ET
+
+    retry = {"max": 3, "backoff_seconds": 0}
+    messages = {
+        "old": ("cli_incompatible", "error: unknown option '--effort'"),
+        "nomodel": ("model_unavailable", "The model 'gpt-9' does not exist"),
+        "odd": ("unknown", "the CLI said the request failed"),
+    }
+    # every seat gets every case; the fake agent reads the seat's env to pick its fault
+    project.write_roster(
+        {
+            seat: {"cli": FAKE_CLI, "retry": retry, "env": {"KIND": kind, "TEXT": text}}
+            for seat, (kind, text) in messages.items()
+        }
+    )
+    cases = [{"id": f"c{n}", "prompt": "tempfail: $KIND: $TEXT"} for n in range(3)]
+    project.write_manifest(cases, seats=tuple(messages))
+    done = project.run()
+    assert done.returncode == 3, done.stderr
+    states = project.states()
+    # the lasting kinds stop their seat after its first cell; unknown runs every cell
+    assert states == {
+        "c0:old:1": "adapter_error",
+        "c0:nomodel:1": "adapter_error",
+        **{f"c{n}:odd:1": "adapter_error" for n in range(3)},
+    }
+    for seat, (kind, text) in messages.items():
+        receipt = project.receipt(f"c0:{seat}:1")
+        assert receipt["fault"] == {"kind": kind, "message": text}
+        assert "failure_reason" not in receipt
+        assert [r["attempt"] for r in attempt_receipts(project, f"c0:{seat}:1")] == [1]
+        run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
+        assert (run["failure_kind"], run["fault"]) == (kind, receipt["fault"])
+    assert headline_and_notes(done.stderr)[1:] == [
+        "brigade: seat nomodel stopped after a model_unavailable fault: The model 'gpt-9' does "
+        "not exist; 2 cells not started",
+        "brigade: seat old stopped after a cli_incompatible fault: error: unknown option "
+        "'--effort'; 2 cells not started",
+    ]
+    summary = project.summary()
+    assert summary["fault_kinds"] == {"cli_incompatible": 1, "model_unavailable": 1, "unknown": 3}
+    assert summary["by_seat"]["old"]["fault_kinds"] == {"cli_incompatible": 1}
+    shown = project.brigade("show", str(project.out), "c0:old:1")
+    assert shown.returncode == 0, shown.stderr
+    assert "  fault cli_incompatible: error: unknown option '--effort'" in shown.stdout
+    root = ET.parse(project.out / "report" / "junit.xml").getroot()
+    errors = {case.get("name"): case.find("error") for case in root.iter("testcase")}
+    kinds = {name: element.get("type") for name, element in errors.items() if element is not None}
+    assert sorted(kinds.values()) == ["cli_incompatible", "model_unavailable", *["unknown"] * 3]
+    page = (project.out / "report" / "index.html").read_text()
+    assert "cli_incompatible" in page and "model_unavailable" in page

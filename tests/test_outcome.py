@@ -113,6 +113,9 @@ def test_timeout_wins_over_a_fault() -> None:
         ("worktree_failed", None),
         ("cluster_lost", "transport_drop"),
         ("launch_failed", None),
+        ("cli_incompatible", None),
+        ("model_unavailable", None),
+        ("unknown", None),
     ],
 )
 def test_every_fault_is_an_adapter_error_its_reason_from_its_kind(
@@ -283,7 +286,16 @@ def test_fault_kinds() -> None:
         "worktree_failed",
         "cluster_lost",
         "launch_failed",
+        "cli_incompatible",
+        "model_unavailable",
+        "unknown",
     )
     # waiting cures the transient ones only; a timeout is retried only when asked
-    assert PERSISTENT_FAULTS == {"auth", "quota", "binary_missing"}
+    assert PERSISTENT_FAULTS == {
+        "auth",
+        "quota",
+        "binary_missing",
+        "cli_incompatible",
+        "model_unavailable",
+    }
     assert TRANSIENT_FAULTS == {"rate_limited", "overloaded", "provider_5xx", "transport_drop"}

@@ -41,6 +41,12 @@ FaultKind = Literal[
     "worktree_failed",
     "cluster_lost",
     "launch_failed",
+    # the CLI refused brigade's command line (an option its version does not have)
+    "cli_incompatible",
+    # the model does not exist, or the account may not use it
+    "model_unavailable",
+    # the CLI reported a failed request without saying why
+    "unknown",
 ]
 # what bringing a cell up to date needs (the resume table)
 Action = Literal["skip", "regrade", "run", "reuse"]
@@ -62,8 +68,11 @@ COUNT_KEYS: tuple[str, ...] = STATES + ("missing",)
 MeasurementKind = Literal["adapter_error", "grader_error", "timeout"]
 MEASUREMENT_KINDS: tuple[str, ...] = get_args(MeasurementKind)
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
-# faults that waiting does not cure: every cell of the seat would meet them again
-PERSISTENT_FAULTS: frozenset[str] = frozenset({"auth", "quota", "binary_missing"})
+# faults that waiting does not cure: every cell of the seat would meet them again (a CLI
+# that refuses brigade's command line, a model the account cannot use, refuse them all)
+PERSISTENT_FAULTS: frozenset[str] = frozenset(
+    {"auth", "quota", "binary_missing", "cli_incompatible", "model_unavailable"}
+)
 # faults a later attempt may not meet (`timeout` is retried only when asked)
 TRANSIENT_FAULTS: frozenset[str] = frozenset(
     {"rate_limited", "overloaded", "provider_5xx", "transport_drop"}

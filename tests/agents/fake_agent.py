@@ -6,7 +6,7 @@
   block: PATH         wait until PATH exists (at most 120 s)
   await: PATH         wait until PATH exists (at most 30 s), else exit 9 ($VARS expanded)
   exit: CODE          exit with CODE after answering
-  tempfail: DETAIL    print DETAIL on stderr and exit 75 (an apparatus fault)
+  tempfail: DETAIL    print DETAIL on stderr and exit 75 (an apparatus fault; $VARS expanded)
   write: PATH=TEXT    write TEXT to PATH (relative to the working directory; $VARS expanded)
   try-write: PATH=TEXT  write TEXT to PATH; if that fails say so on stderr, go on and exit 1
   list: PATH          print the names in folder PATH, one line (or "PATH: missing")
@@ -67,7 +67,7 @@ for line in prompt.splitlines():
     elif key == "exit":
         code = int(value)
     elif key == "tempfail":
-        print(value, file=sys.stderr, flush=True)
+        print(os.path.expandvars(value), file=sys.stderr, flush=True)
         sys.exit(75)
     elif key in ("tempfail_before", "sleep_before"):
         until, _, rest = value.partition(" ")
