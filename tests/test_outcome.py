@@ -116,6 +116,7 @@ def test_timeout_wins_over_a_fault() -> None:
         ("cli_incompatible", None),
         ("model_unavailable", None),
         ("unknown", None),
+        ("setup_failed", None),
     ],
 )
 def test_every_fault_is_an_adapter_error_its_reason_from_its_kind(
@@ -289,6 +290,7 @@ def test_fault_kinds() -> None:
         "cli_incompatible",
         "model_unavailable",
         "unknown",
+        "setup_failed",
     )
     # waiting cures the transient ones only; a timeout is retried only when asked
     assert PERSISTENT_FAULTS == {

@@ -47,6 +47,8 @@ FaultKind = Literal[
     "model_unavailable",
     # the CLI reported a failed request without saying why
     "unknown",
+    # a case's setup commands failed: none of its cells' seats ran (run/setup.py)
+    "setup_failed",
 ]
 # what bringing a cell up to date needs (the resume table)
 Action = Literal["skip", "regrade", "run", "reuse"]
