@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -204,6 +204,22 @@ def judge_seat_names(manifest: Manifest) -> list[str]:
         names.update(
             spec["seat"]
             for spec in case.graders
+            if _is_judge(spec) and isinstance(spec.get("seat"), str)
+        )
+    return sorted(names)
+
+
+def judges_of(cells: Iterable[Cell]) -> list[str]:
+    """The roster seats the judge graders of `cells` name, sorted."""
+    names: set[str] = set()
+    seen: set[int] = set()  # cells share their graders tuple
+    for cell in cells:
+        if id(cell.graders) in seen:
+            continue
+        seen.add(id(cell.graders))
+        names.update(
+            spec["seat"]
+            for spec in cell.graders
             if _is_judge(spec) and isinstance(spec.get("seat"), str)
         )
     return sorted(names)

@@ -227,8 +227,10 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     is finished as the final doit task finishes it: summary.json, the export
     and the report, checked for leaks (a leak is listed and the command exits 3).
     """
+    from brigade.core.plan import judges_of
     from brigade.front.session import regrade_context
     from brigade.report.finish import finish_run
+    from brigade.run.doctor import refuse_required
     from brigade.run.runner import needs_patch, regrade, verify_output
 
     out = _output_dir(args.dir)
@@ -243,6 +245,9 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         if receipt is not None and receipt["state"] in GRADEABLE:
             verify_output(ctx, receipt, needs_patch(cell))
             gradeable.append((cell, receipt))
+    # judges run again: one whose sandbox is required and cannot run here refuses it all
+    judges = judges_of(cell for cell, _ in gradeable)
+    refuse_required((ctx.seats[name] for name in judges if name in ctx.seats), what="judge seat")
     changed = 0
     for cell, receipt in gradeable:
         # one sync for the batch below instead of an fsync per receipt

@@ -37,7 +37,7 @@ from brigade.inputs import loading
 from brigade.outdir import caches, forgotten, lock, store
 from brigade.outdir.planfile import plan_against_disk
 from brigade.run import graders
-from brigade.run.doctor import confinement_notes
+from brigade.run.doctor import confinement_notes, refuse_required
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
 
 if TYPE_CHECKING:
@@ -134,6 +134,9 @@ class Session:
     output_index: caches.Sidecar | None = None
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     launching: dict[str, SeatSpec] = field(default_factory=dict)  # seats with a cell to run
+    # the judge seats of the cells this run grades (run, reuse or regrade): refused up
+    # front, as seats are, when their sandbox is required and cannot run here
+    judging: dict[str, SeatSpec] = field(default_factory=dict)
     cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
     # cells `doit forget` asked to run again that have not run since (forgotten.json)
     forgotten: frozenset[str] = frozenset()
@@ -419,6 +422,9 @@ def confinement_check(session: Session) -> list[str]:
     Nothing is probed when no seat will launch (a no-op resume); a seat whose
     sandbox is required but cannot run here refuses the run (EnvironmentProblem).
     """
+    override = session.options.sandbox
+    # a judge seat runs here, wherever the seats run, when its cell is graded
+    refuse_required(session.judging.values(), override=override, what="judge seat")
     seats = list(session.launching.values())  # (the tasks set them: a subset's, forced ones)
     if not seats:
         return []
@@ -426,7 +432,7 @@ def confinement_check(session: Session) -> list[str]:
         seats,
         session.workspace,
         read_only=session.manifest.execution_mode == "read-only",
-        override=session.options.sandbox,
+        override=override,
         local=session.executor.kind == "local",
     )
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from doit import create_after
 from doit.exceptions import TaskFailed
 
-from brigade.core.plan import Cell, Plan
+from brigade.core.plan import Cell, Plan, judges_of
 from brigade.core.receipts import ReceiptView
 from brigade.core.selection import CellFilter, cells_at, did_you_mean, filter_cells
 from brigade.core.specs import SANDBOX_MODES, ExecutorKind, SandboxMode
@@ -451,6 +451,12 @@ def namespace(
     info.done_at_start += sum(chosen.collected.values())
     if not listing:  # the seats this run may launch (a subset's, forced ones too)
         session.launching = {t.cell.seat.name: t.cell.seat for t in chosen.own if t.action == "run"}
+        graded = [t.cell for t in chosen.own if t.action != "skip"]
+        session.judging = {
+            name: session.roster.seats[name]
+            for name in judges_of(graded)
+            if name in session.roster.seats
+        }
     info.launch_notes = _launch_notes(session)
     info.subset = choice.subset
     info.subset_how = choice.how

@@ -203,14 +203,20 @@ def roster_from_toml(doc: Any, path: Path, label: str, *, validated: bool = Fals
     )
 
 
+def _mode(raw: Any) -> SandboxMode:
+    """A sandbox mode as the schema allows it: a mode's name, or false (YAML 1.1 reads an
+    unquoted `off` as false)."""
+    return "off" if raw is False else cast(SandboxMode, raw)
+
+
 def _sandbox(raw: Any, default_mode: Any) -> SandboxSpec:
     """A seat's `sandbox` (a mode, or an object with the mode and extra paths)."""
     if raw is None:
-        return SandboxSpec(mode=default_mode)
-    if isinstance(raw, str):
-        return SandboxSpec(mode=cast(SandboxMode, raw))  # the schema allows modes only
+        return SandboxSpec(mode=_mode(default_mode))
+    if isinstance(raw, (str, bool)):
+        return SandboxSpec(mode=_mode(raw))  # the schema allows modes only
     return SandboxSpec(
-        mode=raw.get("mode", default_mode),
+        mode=_mode(raw.get("mode", default_mode)),
         writable=tuple(raw.get("writable", ())),
         readable=tuple(raw.get("readable", ())),
         hidden=tuple(raw.get("hidden", ())),

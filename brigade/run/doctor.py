@@ -109,6 +109,23 @@ def missing_programs(seats: Iterable[SeatSpec], workspace: Path) -> list[tuple[s
     return missing
 
 
+def refuse_required(
+    seats: Iterable[SeatSpec], *, override: SandboxMode | None = None, what: str = "seat"
+) -> None:
+    """Refuse (EnvironmentProblem, exit 2) when one of `seats` requires the sandbox and it
+    cannot run here; probes the sandbox only when a seat requires it. `what` names the
+    seats' role in the message (`judge seat` for the seats of judge graders)."""
+    for seat in seats:
+        if (override or seat.sandbox.mode) != "required":
+            continue
+        found = sandbox.availability()
+        if not found.ok:
+            raise EnvironmentProblem(
+                f"{what} {seat.name}: sandbox: required, but the sandbox cannot run here: "
+                f"{found.detail} (or run with --sandbox auto / doit sandbox=auto)"
+            )
+
+
 # how a roster silences the read-only warning of a seat it knows about
 ACKNOWLEDGE = " (the seat's acknowledge_read_only: true silences this)"
 
@@ -139,11 +156,7 @@ def confinement_notes(
             found = sandbox.availability()
             if found.ok:
                 continue
-            if mode == "required":
-                raise EnvironmentProblem(
-                    f"seat {seat.name}: sandbox: required, but the sandbox cannot run here: "
-                    f"{found.detail} (or run with --sandbox auto / doit sandbox=auto)"
-                )
+            refuse_required([seat], override=override)
             why = f"the sandbox cannot run here ({found.detail})"
         adapter = adapter_for(seat.cli)
         level = adapter.invocation(probe_request(seat, workspace)).read_only_enforcement

@@ -81,15 +81,24 @@ _VERDICT = re.compile(r"^(SCORE|VERDICT)\s*:\s*(.+?)$", re.IGNORECASE)
 _NUMBER = re.compile(r"^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
 
 
+# a placeholder of brigade's own templates (JUDGE_TEMPLATE with TASK_SECTION in it)
+_PLACEHOLDER = re.compile(r"\{(rubric|prompt|answer)\}")
+
+
 def judge_prompt(rubric: str, prompt: str | None, answer: str) -> str:
-    """The judge's prompt: JUDGE_TEMPLATE with the rubric, the task (or not), the answer."""
-    task = TASK_SECTION.replace("{prompt}", prompt.strip("\n")) if prompt is not None else ""
-    # replaced one at a time, the answer last: braces in a rubric or task stay as written
-    return (
-        JUDGE_TEMPLATE.replace("{rubric}", rubric.strip("\n"))
-        .replace("{task}", task)
-        .replace("{answer}", answer.rstrip("\n"))
-    )
+    """The judge's prompt: JUDGE_TEMPLATE with the rubric, the task (or not), the answer.
+
+    The placeholders are filled in one pass over brigade's own template, so a
+    `{answer}` or `{task}` written in a rubric, a prompt or an answer reaches the
+    judge as written.
+    """
+    template = JUDGE_TEMPLATE.replace("{task}", TASK_SECTION if prompt is not None else "")
+    values = {
+        "rubric": rubric.strip("\n"),
+        "prompt": (prompt or "").strip("\n"),
+        "answer": answer.rstrip("\n"),
+    }
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +196,9 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
         prompt=prompt,
         execution_mode="read-only",
     )
-    run_doc = record_run(folder, execute_seat(job, setting.workspace, folder))
+    # the judge reads a hostile answer: the output directory (other cells' answers, the
+    # results) is hidden from it as from any seat, but for its own folder
+    run_doc = record_run(folder, execute_seat(job, setting.workspace, folder, out=setting.out))
     files = {"stdout": STDOUT, "stderr": STDERR, "answer": FINAL, "run": RUN_RECORD}
     logs = {
         key: os.path.relpath(folder / name, setting.out)

@@ -1,0 +1,208 @@
+"""End to end, each written as the attack: a hostile seat or judge against what brigade
+does for it and with what it wrote (issue 27, items 5-11 and 13). Runs the real
+`brigade` and `doit`; every test asserts that nothing outside the seat's own folders
+changed and nothing it wrote reached the user unchecked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FAKE_CLI, Project
+
+from brigade.run import sandbox
+
+AVAILABLE = sandbox.probe()
+needs_bwrap = pytest.mark.skipif(not AVAILABLE.ok, reason=f"no sandbox: {AVAILABLE.detail}")
+
+
+def script(project: Project, name: str, text: str) -> str:
+    """An `exec:` command line running the Python `text` (written beside the project)."""
+    path = project.root / name
+    path.write_text(text)
+    return f"exec:{{python}} {path}"
+
+
+def judge_of(project: Project, name: str, text: str, **seat: Any) -> dict[str, Any]:
+    """A roster seat whose judge is the Python `text`."""
+    return {"cli": script(project, name, text), **seat}
+
+
+# --- item 5: a judge never sees the output directory ----------------------------------
+
+SNOOPING_JUDGE = """\
+import os, sys
+sys.stdin.read()
+# the judge knows where the output directory is: its own folder is inside it
+out = os.environ["BRIGADE_RUN_DIR"].split("/cells/")[0]
+seen = []
+for root, _, names in os.walk(out):
+    for name in names:
+        if name == "final.txt":
+            try:
+                with open(os.path.join(root, name)) as handle:
+                    seen.append(handle.read().strip())
+            except OSError:
+                pass
+print("read: " + repr(sorted(seen)))
+print("VERDICT: pass")
+"""
+
+
+@needs_bwrap
+def test_a_judge_cannot_read_other_cells_answers(project: Project) -> None:
+    # the output directory is outside <workspace>/.brigade/evals (the default place hidden
+    # from every seat), and inside a folder the judge is shown (the roster's)
+    assert not project.out.is_relative_to(project.workspace)
+    project.write_roster(
+        {
+            "agent": {"cli": FAKE_CLI},
+            "critic": judge_of(project, "snoop.py", SNOOPING_JUDGE, sandbox="required"),
+        }
+    )
+    project.write_manifest(
+        [
+            {"id": "a", "prompt": "answer: alpha-answer-of-a"},
+            {"id": "b", "prompt": "answer: bravo-answer-of-b"},
+        ],
+        graders=[{"type": "judge", "seat": "critic", "rubric": "Say hello."}],
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    for coordinate in ("a:agent:1", "b:agent:1"):
+        receipt = project.receipt(coordinate)
+        assert receipt["state"] == "accepted"
+        answer = project.out / receipt["graders"][0]["logs"]["answer"]
+        # the judge found no answer at all: not the other cell's, nor its own cell's file
+        assert answer.read_text() == "read: []\nVERDICT: pass\n"
+        run = json.loads((project.out / receipt["graders"][0]["logs"]["run"]).read_text())
+        assert run["enforcement"]["applied"] == "sandbox"
+
+
+# --- item 10: placeholders in text brigade does not own ------------------------------
+
+PROMPT_LOGGING_JUDGE = """\
+import os, sys
+with open(os.environ["JUDGE_PROMPTS"], "a") as handle:
+    handle.write(sys.stdin.read() + "\\0")
+print("VERDICT: pass")
+"""
+
+
+def test_placeholders_in_a_rubric_a_prompt_and_an_answer_reach_the_judge_verbatim(
+    project: Project,
+) -> None:
+    rubric = "The answer must not say {answer} or {task} or {rubric} or {prompt}."
+    prompt = "Repeat {answer} and {task}, then {rubric}.\nanswer: said {answer} and {prompt}"
+    project.write_roster(
+        {
+            "agent": {"cli": FAKE_CLI},
+            "critic": judge_of(project, "prompts.py", PROMPT_LOGGING_JUDGE),
+        }
+    )
+    project.write_manifest(
+        [{"id": "braces", "prompt": prompt}],
+        graders=[{"type": "judge", "seat": "critic", "rubric": rubric}],
+    )
+    log = project.root / "prompts.log"
+    done = project.run(JUDGE_PROMPTS=str(log))
+    assert done.returncode == 0, done.stderr
+    [seen] = log.read_text().split("\0")[:-1]
+    rubric_part = seen.split("## Rubric\n\n", 1)[1].split("\n\n## The task", 1)[0]
+    task_part = seen.split("## The task the agent was given\n\n", 1)[1]
+    task_part = task_part.split("\n\n## The agent's answer", 1)[0]
+    answer_part = seen.split("## The agent's answer\n\n", 1)[1].split("\n\n## How to reply", 1)[0]
+    assert (rubric_part, task_part, answer_part) == (
+        rubric,
+        prompt,
+        "said {answer} and {prompt}",
+    )
+    assert seen.count("## The agent's answer") == 1
+
+
+# --- item 9: a judge whose sandbox is required where it cannot run --------------------
+
+VERDICT_JUDGE = """\
+import sys
+sys.stdin.read()
+print("VERDICT: pass")
+"""
+
+
+def test_a_required_judge_sandbox_that_cannot_run_refuses_before_any_seat(
+    project: Project, tmp_path: Path
+) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("elsewhere the reason is the platform")
+    empty = tmp_path / "no-bwrap"
+    empty.mkdir()
+    critic = judge_of(project, "judge.py", VERDICT_JUDGE, sandbox="required")
+    project.write_roster({"agent": {"cli": FAKE_CLI}, "critic": critic})
+    project.write_manifest(
+        [{"id": "c", "prompt": "answer: hello"}],
+        graders=[{"type": "judge", "seat": "critic", "rubric": "Say hello."}],
+    )
+    expected = (
+        "brigade: judge seat critic: sandbox: required, but the sandbox cannot run here: "
+        f"bwrap is not on PATH; {sandbox.INSTALL_HINT} (or run with --sandbox auto / doit "
+        "sandbox=auto)\n"
+    )
+    for done in (project.doit(PATH=str(empty)), project.run(PATH=str(empty))):
+        assert (done.returncode, done.stderr) == (2, expected)
+    # the agent seat (its sandbox off) was never launched, nothing was written
+    assert project.launches() == 0
+    assert not (project.out / "cells").exists()
+    # --sandbox reaches the judge as every seat
+    project.write_roster({"agent": {"cli": FAKE_CLI}, "critic": {**critic, "sandbox": "off"}})
+    done = project.run("--sandbox", "required", PATH=str(empty))
+    assert (done.returncode, done.stderr) == (2, expected)
+    # a regrade runs the judges again: refused before any of them runs, receipts untouched
+    done = project.run(PATH=str(empty))
+    assert done.returncode == 0, done.stderr
+    receipt = project.cell_dir("c:agent:1") / "cell.json"
+    before = receipt.read_bytes()
+    project.write_roster({"agent": {"cli": FAKE_CLI}, "critic": critic})
+    done = project.brigade("regrade", str(project.out), PATH=str(empty))
+    assert (done.returncode, done.stderr) == (2, expected)
+    assert receipt.read_bytes() == before
+    assert project.launches() == 1
+
+
+# --- item 11: the README's `sandbox: off` --------------------------------------------
+
+
+def test_an_unquoted_sandbox_off_is_off_and_an_unknown_mode_names_the_allowed_ones(
+    project: Project,
+) -> None:
+    # YAML 1.1 reads an unquoted `off` as false: as the README writes it, at both levels
+    project.roster.write_text(
+        "schema: brigade.roster.v1\n"
+        "sandbox: off\n"
+        "seats:\n"
+        f"  agent: {{cli: '{FAKE_CLI}', sandbox: off}}\n"
+        f"  other: {{cli: '{FAKE_CLI}', sandbox: {{mode: off, readable: [/]}}}}\n"
+        f"  plain: {{cli: '{FAKE_CLI}'}}\n"
+    )
+    project.write_manifest([{"id": "c", "prompt": "answer: hi"}], seats=("agent", "other", "plain"))
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    for seat in ("agent", "other", "plain"):
+        run_dir = Path(project.receipt(f"c:{seat}:1")["run_dir"])
+        run = json.loads((run_dir / "run.json").read_text())
+        assert run["enforcement"]["mode"] == "off", seat
+    allowed = (
+        "must be auto (sandbox when it works here), required (refuse to run without it) or off"
+    )
+    project.write_manifest([{"id": "c", "prompt": "answer: hi"}])
+    for value in ("on", "sometimes"):  # `on` is YAML 1.1's true
+        project.roster.write_text(
+            f"schema: brigade.roster.v1\nsandbox: {value}\nseats:\n  agent: {{cli: '{FAKE_CLI}'}}\n"
+        )
+        for done in (project.brigade("validate", str(project.manifest)), project.run()):
+            assert (done.returncode, done.stderr) == (
+                2,
+                f"brigade: {project.roster}: sandbox: {allowed}\n",
+            )
