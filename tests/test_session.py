@@ -1,19 +1,16 @@
-"""front/session.py: loading, planning against disk, and the scan that decides every cell."""
+"""front/session.py: loading, planning against disk, and the session both front doors share
+(the scan itself: test_scan)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from conftest import BATTERY, BATTERY_STATES, Project
+from conftest import BATTERY_STATES, Project
 
 from brigade.core.receipts import ReceiptView
 from brigade.core.specs import ExecutorSpec
 from brigade.errors import InputError
 from brigade.front import session as sessions
 from brigade.front.session import Options, Session, open_session
-from brigade.outdir import caches, store
 
 
 def options_of(project: Project, **extra: object) -> Options:
@@ -31,20 +28,13 @@ def opened(project: Project, **extra: object) -> Session:
 
 
 def actions(session: Session) -> dict[str, str]:
-    return {cell.coordinate: session.actions[cell.cell_id] for cell in session.plan.cells}
-
-
-def edit_receipt(project: Project, coordinate: str, **fields: object) -> None:
-    path = project.cell_dir(coordinate) / "cell.json"
-    receipt = json.loads(path.read_text())
-    receipt.update(fields)
-    path.write_text(json.dumps(receipt))
+    return {cell.coordinate: session.scan.actions[cell.cell_id] for cell in session.plan.cells}
 
 
 def test_a_new_output_directory_runs_every_cell(battery: Project) -> None:
     session = opened(battery)
     assert actions(session) == dict.fromkeys(BATTERY_STATES, "run")
-    assert set(session.recorded.values()) == {None}
+    assert set(session.scan.recorded.values()) == {None}
     assert (session.resumed, session.plan_is_current) == (False, False)
     assert session.out == battery.out
     assert not battery.out.exists()  # opening a session writes nothing
@@ -53,76 +43,10 @@ def test_a_new_output_directory_runs_every_cell(battery: Project) -> None:
 def test_finished_cells_are_skipped_from_their_views(finished_battery: Project) -> None:
     session = opened(finished_battery)
     assert actions(session) == dict.fromkeys(BATTERY_STATES, "skip")
-    states = {c.coordinate: session.recorded[c.cell_id] for c in session.plan.cells}
+    states = {c.coordinate: session.scan.recorded[c.cell_id] for c in session.plan.cells}
     assert {k: v.state for k, v in states.items() if v is not None} == BATTERY_STATES
     assert all(type(view) is ReceiptView for view in states.values())
     assert session.resumed and session.plan_is_current
-
-
-def test_the_resume_table_row_by_row(finished_battery: Project) -> None:
-    edit_receipt(finished_battery, "ok:agent:1", state="running")
-    edit_receipt(finished_battery, "no:agent:1", state="grader_error")
-    edit_receipt(finished_battery, "free:agent:1", cell_id="0" * 64)  # another cell's
-    (finished_battery.cell_dir("crash:agent:1") / "cell.json").write_text("{")
-    assert actions(opened(finished_battery)) == {
-        "ok:agent:1": "run",
-        "no:agent:1": "regrade",
-        "free:agent:1": "run",
-        "crash:agent:1": "run",
-        "fault:agent:1": "skip",
-    }
-    retried = actions(opened(finished_battery, retry_transient=True))
-    assert retried["fault:agent:1"] == "run"
-
-
-def test_a_tampered_output_sends_its_cell_to_the_grade_task(finished_battery: Project) -> None:
-    receipt = finished_battery.receipt("ok:agent:1")
-    final = Path(receipt["run_dir"]) / "final.txt"
-    final.write_text("tampered")
-    assert actions(opened(finished_battery))["ok:agent:1"] == "regrade"
-
-
-def test_the_receipt_index_vouches_only_for_unchanged_files(finished_battery: Project) -> None:
-    assert finished_battery.doit().returncode == 3  # writes the receipt index
-    index_path = finished_battery.out / store.RECEIPT_INDEX
-    session = opened(finished_battery)
-    assert sessions.indexes_changed(session) is False
-    # an index entry that lies is not believed once the file's stat moved on
-    sidecar = json.loads(index_path.read_text())
-    cell_id = finished_battery.receipt("ok:agent:1")["cell_id"]
-    entry = sidecar["entries"][cell_id]
-    entry[-1][1] = "rejected"  # what the index claims; cell.json still says accepted
-    index_path.write_text(json.dumps(sidecar))
-    assert opened(finished_battery).recorded[cell_id].state == "rejected"  # stat unchanged
-    edit_receipt(finished_battery, "ok:agent:1")  # rewritten as it was: a new inode
-    fresh = opened(finished_battery)
-    assert fresh.recorded[cell_id].state == "accepted"
-    assert sessions.indexes_changed(fresh) is True
-
-
-def test_read_receipt_indexed_records_untrusted_receipts_as_none(tmp_path: Path) -> None:
-    cell_id = "a" * 64
-    folder = store.cell_dir(tmp_path, cell_id)
-    folder.mkdir(parents=True)
-    (folder / "cell.json").write_text('{"schema": "brigade.eval_cell.v1"}')
-    index = caches.Sidecar(tmp_path / store.RECEIPT_INDEX, caches.cache_key())
-    assert sessions.read_receipt_indexed(tmp_path, cell_id, index) is None
-    assert index.fresh(cell_id, caches.stat_of(folder / "cell.json")) is None
-    assert sessions.read_receipt_indexed(tmp_path, cell_id, index) is None
-    assert sessions.read_receipt_indexed(tmp_path, "b" * 64, index) is None
-
-
-def test_reuse_needs_a_verified_source_differing_only_in_graders(
-    finished_battery: Project,
-) -> None:
-    edited = [dict(case) for case in BATTERY]
-    edited[0]["graders"] = [{"type": "exit_status"}]
-    finished_battery.write_manifest(edited)
-    session = opened(finished_battery)
-    assert actions(session)["ok:agent:1"] == "reuse"
-    source = session.reuse[next(c.cell_id for c in session.plan.cells if c.case_id == "ok")]
-    assert len(session.plan.stale_cells) == 1
-    assert session.plan.stale_cells[0]["previous_cell_id"] == source
 
 
 def test_plan_only_writes_nothing(battery: Project) -> None:

@@ -39,10 +39,10 @@ def select(session: Session, **overrides: object) -> tasks.Selection:
         "always": False,
         "share": True,
         "plan_is_current": session.plan_is_current,
-        "receipts_changed": tasks.indexes_changed(session),
+        "receipts_changed": session.scan.changed,
     }
     arguments.update(overrides)
-    return tasks.select(session.plan, session.recorded, session.actions, **arguments)  # type: ignore[arg-type]
+    return tasks.select(session.plan, session.scan.recorded, session.scan.actions, **arguments)  # type: ignore[arg-type]
 
 
 def test_a_fresh_plan_gives_every_cell_its_own_task(battery: Project) -> None:

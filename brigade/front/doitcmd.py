@@ -140,7 +140,7 @@ class Forget(_BadOptionsExit2, DoitForget):
         cells = loaded.choice.by_names
         session = loaded.session
         if cells:
-            forgotten.record(session.out, cells, session.recorded)
+            forgotten.record(session.out, cells, session.scan.recorded)
             where = session.out / forgotten.FORGOTTEN_FILE
             self.outstream.write(
                 f"brigade: {len(cells)} cell(s) forgotten: the next run that selects them runs "

@@ -1,4 +1,5 @@
-"""A session: manifest + roster + output directory, planned and scanned once at load time.
+"""A session: manifest + roster + output directory, planned and scanned once at load time
+(the scan itself is outdir/scan's).
 
 Both front doors (`doit` via dodo.py and the `brigade` CLI) open a session and
 hand it to `tasks`, so they run the same tasks through the same code.
@@ -17,10 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brigade.core.identity import cell_id as hash_cell
-from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
-from brigade.core.receipts import ReceiptView, view_of
 from brigade.core.selection import CellFilter
 from brigade.core.specs import (
     ExecutorKind,
@@ -31,11 +29,11 @@ from brigade.core.specs import (
     SandboxMode,
     SeatSpec,
 )
-from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
 from brigade.errors import InputError
 from brigade.inputs import loading
-from brigade.outdir import caches, forgotten, lock, store
+from brigade.outdir import lock, store
 from brigade.outdir.planfile import plan_against_disk
+from brigade.outdir.scan import Scan, scan
 from brigade.run import graders
 from brigade.run.doctor import confinement_notes, refuse_required
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
@@ -117,30 +115,19 @@ class Session:
     out: Path
     workspace: Path
     ctx: RunContext
-    # cell_id -> the view of its trusted receipt (None: missing or untrusted)
-    recorded: dict[str, ReceiptView | None] = field(default_factory=dict)
-    actions: dict[str, Action] = field(default_factory=dict)
-    reuse: dict[str, str] = field(default_factory=dict)
+    scan: Scan  # what the output directory says about every cell (outdir/scan)
     plan_key: str = ""
     plan_inputs: str | None = None  # the expansion key recorded with the plan index
     plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
     resumed: bool = False  # the output directory held a plan before
     stale_changed: bool = False  # the stale cells differ from those plan.json lists
     warnings: list[str] = field(default_factory=list)
-    # finished cells with an apparatus fault left as they are (no --retry-transient)
-    kept_faults: int = 0
-    # caches: cell_id -> what cell.json says; cell_id -> the final.txt digest verified
-    receipt_index: caches.Sidecar | None = None
-    output_index: caches.Sidecar | None = None
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
     launching: dict[str, SeatSpec] = field(default_factory=dict)  # seats with a cell to run
     # the judge seats of the cells this run grades (run, reuse or regrade): refused up
     # front, as seats are, when their sandbox is required and cannot run here
     judging: dict[str, SeatSpec] = field(default_factory=dict)
     cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
-    # cells `doit forget` asked to run again that have not run since (forgotten.json)
-    forgotten: frozenset[str] = frozenset()
-    forgotten_file: bool = False  # forgotten.json holds entries (the final task settles them)
 
 
 @contextlib.contextmanager
@@ -330,6 +317,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
     store.check_layout(out)
     on_disk = plan_against_disk(manifest, roster, label, out, _context(options, label, workspace))
     plan = on_disk.plan
+    scanned = scan(out, plan, retry_transient=options.retry_transient)
     ctx = RunContext(
         out=out,
         workspace=workspace,
@@ -351,6 +339,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         out=out,
         workspace=workspace,
         ctx=ctx,
+        scan=scanned,
         plan_key=on_disk.key,
         plan_inputs=on_disk.inputs,
         plan_is_current=on_disk.current and on_disk.indexed,
@@ -358,15 +347,19 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         stale_changed=on_disk.stale_changed,
         warnings=grader_warnings(manifest, roster),
         executor=executor,
+        launching={
+            cell.seat.name: cell.seat
+            for cell in plan.cells
+            if scanned.actions[cell.cell_id] == "run"
+        },
     )
-    scan(session)
     if executor.kind == "dask" and executor.scheduler:
         from brigade.run.cluster import DaskExecutor
 
         to_run = {
             cell.seat.name: cell.seat
             for cell in plan.cells
-            if options.always or session.actions[cell.cell_id] == "run"
+            if options.always or scanned.actions[cell.cell_id] == "run"
         }
         session.cluster = DaskExecutor(
             executor.scheduler,
@@ -435,180 +428,6 @@ def confinement_check(session: Session) -> list[str]:
         override=override,
         local=session.executor.kind == "local",
     )
-
-
-_FAULTED = frozenset({"adapter_error", "execution_error"})
-
-
-def kept_fault(view: ReceiptView | None) -> bool:
-    """A finished cell with an apparatus fault, which --retry-transient would run again."""
-    return view is not None and view.state in _FAULTED and is_transient(view)
-
-
-def scan(session: Session) -> None:
-    """Read every current cell's receipt and decide what bringing it up to date needs.
-
-    Runs over every cell on every resume: a finished cell costs one stat of its
-    cell.json and one of its final.txt (see output_intact), nothing more.
-    """
-    out, retry = session.out, session.options.retry_transient
-    needs_run = []
-    present = store.existing_cells(out)
-    index = caches.Sidecar(out / store.RECEIPT_INDEX, caches.cache_key(), load=bool(present))
-    session.receipt_index = index
-    recorded, actions = session.recorded, session.actions
-    kept = 0
-    with store.opened_folder(store.cells_root(out)) as cells_fd:
-        for cell in session.plan.cells:
-            cell_id = cell.cell_id
-            if cell_id in present:
-                view = read_receipt_indexed(out, cell_id, index, cells_fd)
-            else:
-                view = None
-            recorded[cell_id] = view
-            action = decide(view, retry_transient=retry, reusable=False)
-            if action == "skip" and not output_intact(session, cell_id, view, cells_fd):
-                action = "regrade"  # its grade task verifies the output and refuses it
-            actions[cell_id] = action
-            if action == "run":
-                needs_run.append(cell)
-            elif action == "skip" and kept_fault(view):
-                kept += 1
-    session.kept_faults = kept
-    entries = forgotten.read(out)
-    if entries:
-        session.forgotten_file = True
-        session.forgotten = forgotten.pending(entries, recorded)
-    if not needs_run:
-        return
-    sources = reuse_index(out, {c.cell_id for c in session.plan.cells}, retry)
-    for cell in needs_run:
-        source = sources.get(cell.run_key)
-        if (
-            source is not None
-            and decide(session.recorded[cell.cell_id], retry_transient=retry, reusable=True)
-            == "reuse"
-        ):
-            session.reuse[cell.cell_id] = source
-            session.actions[cell.cell_id] = "reuse"
-        else:
-            session.launching.setdefault(cell.seat.name, cell.seat)
-
-
-def read_receipt_indexed(
-    out: Path, cell_id: str, index: caches.Sidecar, cells_fd: int | None = None
-) -> ReceiptView | None:
-    """The view of a cell's trusted receipt, from the receipt index while cell.json's stat
-    still matches (taken before the file is read), else from cell.json (indexed again).
-
-    Run once per cell on every resume: kept to one stat, relative to `cells_fd`
-    when given, and no needless allocation.
-    """
-    relative = f"{cell_id}/{store.RECEIPT_FILE}"
-    if cells_fd is None:
-        info = caches.stat_of(f"{out}/{store.CELLS_DIR}/{relative}")
-    else:
-        info = caches.stat_of(relative, cells_fd)
-    recorded = index.fresh(cell_id, info)
-    if recorded is None:  # an untrusted receipt, as recorded
-        return None
-    if type(recorded) is ReceiptView:  # (parsed earlier in this process)
-        return recorded
-    if recorded is not caches.MISS:
-        view = ReceiptView.from_json(recorded)
-        if view is not None:
-            index.parsed(cell_id, view)  # parsed once per process
-            return view
-    doc = store.read_json(out / store.CELLS_DIR / relative)
-    view = view_of(store.receipt_in(out, cell_id, doc))
-    index.record(cell_id, info, view)
-    return view
-
-
-def output_intact(
-    session: Session,
-    cell_id: str,
-    receipt: ReceiptView | None,
-    cells_fd: int | None = None,
-) -> bool:
-    """Whether a graded cell's run/final.txt still has the recorded output_digest.
-
-    A file's digest is computed once; afterwards its unchanged stat vouches for
-    it (the output index), so a no-op resume costs one stat per cell (relative
-    to `cells_fd`, the cells folder, when given).
-    """
-    if receipt is None or receipt.state not in GRADED:
-        return True
-    expected, attempt = receipt.output_digest, receipt.attempt
-    if not expected:
-        return True
-    if attempt is None:
-        return False
-    if session.output_index is None:
-        session.output_index = caches.Sidecar(session.out / store.OUTPUT_INDEX, caches.cache_key())
-    # string paths: building 10,000 Paths costs more than the stats themselves
-    relative = (
-        f"{cell_id}/{store.ATTEMPTS_DIR}/{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
-    )
-    final = f"{session.out}/{store.CELLS_DIR}/{relative}"
-    info = caches.stat_of(final) if cells_fd is None else caches.stat_of(relative, cells_fd)
-    # (the attempt is in the path: another attempt's final.txt is another file, inode)
-    if session.output_index.fresh(cell_id, info) == expected:
-        return True
-    if store.file_digest(final) != expected:
-        return False
-    session.output_index.record(cell_id, info, expected)
-    return True
-
-
-def save_indexes(session: Session) -> None:
-    """Keep the receipt and output indexes for the next run (caches; safe to lose)."""
-    if session.output_index is not None:
-        session.output_index.save()
-    if session.receipt_index is not None:
-        session.receipt_index.save()
-
-
-def indexes_changed(session: Session) -> bool:
-    """Whether the scan found a cell.json changed since the receipt index was written."""
-    return session.receipt_index is not None and session.receipt_index.changed
-
-
-def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str, str]:
-    """run_key -> cell_id of finished cells outside the plan whose seat run can be reused.
-
-    Only receipts whose identity fields hash to their own cell_id are trusted.
-    """
-    index: dict[str, tuple[str, str]] = {}
-    root = store.cells_root(out)
-    try:
-        names = [p.name for p in root.iterdir() if p.name not in current]
-    except OSError:
-        return {}
-    for name in names:
-        receipt = store.read_receipt(out, name)
-        if receipt is None or not reusable_source(
-            ReceiptView.of(receipt), retry_transient=retry_transient
-        ):
-            continue
-        try:
-            payload = identity_payload(
-                case_id=receipt["case"]["id"],
-                prompt=receipt["case"]["prompt"],
-                seat=receipt["seat"],
-                trial=receipt["trial"],
-                graders=receipt["grader_specs"],
-                execution_mode=receipt["execution_mode"],
-            )
-        except (KeyError, TypeError):
-            continue
-        if hash_cell(payload) != name:
-            continue
-        key = run_key(payload)
-        finished = str(receipt.get("finished_at", ""))
-        if key not in index or finished > index[key][1]:
-            index[key] = (name, finished)
-    return {key: value[0] for key, value in index.items()}
 
 
 def _context(options: Options, roster_label: str, workspace: Path) -> dict[str, str]:

@@ -34,15 +34,13 @@ from brigade.front.session import (
     Session,
     build_scheduler,
     confinement_check,
-    indexes_changed,
-    kept_fault,
     load_inputs,
     lock_output,
     open_session,
-    save_indexes,
 )
 from brigade.outdir import forgotten, store
 from brigade.outdir.planfile import write_plan
+from brigade.outdir.scan import kept_fault
 from brigade.report.finish import finish_run, leak_lines
 from brigade.run.doctor import missing_programs
 from brigade.run.runner import Hand, RunContext, bring_up_to_date, regrade_if_needed
@@ -135,7 +133,7 @@ def run_info(session: Session) -> RunInfo:
         total=len(session.plan.cells),
         wait=session.options.wait,
         notes=notes,
-        kept_faults=0 if session.options.always else session.kept_faults,
+        kept_faults=0 if session.options.always else session.scan.kept_faults,
         resumed=session.resumed,
         quiet=session.options.quiet,
         progress_rate=session.options.progress_rate,
@@ -200,7 +198,8 @@ def choose(session: Session, named: Named | None = None, *, always: bool | None 
         subset = frozenset(ids) if len(ids) < len(cells) else None
     scope = subset if subset is not None else None
     forced = {cell.cell_id for cell in rerun}
-    forced |= session.forgotten if scope is None else session.forgotten & scope
+    pending = session.scan.forgotten
+    forced |= pending if scope is None else pending & scope
     return Choice(
         subset=subset,
         always=options.always if always is None else always,
@@ -332,7 +331,7 @@ def cell_tasks(chosen: Selection, session: Session, hand: Hand | None) -> Iterat
                         bring_up_to_date,
                         session.ctx,
                         cell,
-                        session.reuse.get(cell.cell_id),
+                        session.scan.reuse.get(cell.cell_id),
                         task.forced,
                         hand,
                     ],
@@ -398,9 +397,9 @@ def summary_task(chosen: Selection, session: Session, collecting: bool) -> dict[
                     chosen.untouched,
                 ],
             ),
-            (guarded, [save_indexes, session]),
+            (guarded, [session.scan.save]),
             # forgotten cells that ran are done (forgotten.json, when there is one)
-            *([(guarded, [forgotten.settle, session.out])] if session.forgotten_file else []),
+            *([(guarded, [forgotten.settle, session.out])] if session.scan.forgotten_file else []),
         ],
         # after every cell task and every regrade (doit -n runs tasks as soon as
         # their own dependencies are done)
@@ -431,15 +430,15 @@ def namespace(
     choice = choice if choice is not None else choose(session)
     chosen = select(
         session.plan,
-        session.recorded,
-        session.actions,
+        session.scan.recorded,
+        session.scan.actions,
         always=choice.always,
         share=not listing and not choice.always,
         named=frozenset(cell.cell_id for cell in choice.named),
         subset=choice.subset,
         forced=choice.forced,
         plan_is_current=session.plan_is_current,
-        receipts_changed=indexes_changed(session),
+        receipts_changed=session.scan.changed,
     )
     info.collected.update(chosen.collected)
     for task in chosen.own:
@@ -466,13 +465,13 @@ def namespace(
     if choice.always:
         info.kept_faults = 0
     elif choice.subset is not None or choice.forced:  # only the cells this run leaves
-        scope = choice.subset if choice.subset is not None else session.recorded.keys()
+        scope = choice.subset if choice.subset is not None else session.scan.recorded.keys()
         info.kept_faults = sum(
             1
             for cell_id in scope
             if cell_id not in choice.forced
-            and session.actions.get(cell_id) == "skip"
-            and kept_fault(session.recorded.get(cell_id))
+            and session.scan.actions.get(cell_id) == "skip"
+            and kept_fault(session.scan.recorded.get(cell_id))
         )
     # the scheduler exists only when a seat may run (it is not even imported otherwise)
     scheduler = None
@@ -566,7 +565,7 @@ def other_tasks(session: Session) -> list[str]:
     found.extend(
         grade_task_name(cell.coordinate)
         for cell in session.plan.cells
-        if session.actions[cell.cell_id] == "regrade"
+        if session.scan.actions[cell.cell_id] == "regrade"
     )
     return found
 

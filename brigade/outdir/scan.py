@@ -1,0 +1,232 @@
+"""Scanning the output directory: every planned cell's trusted receipt, whether a graded
+cell's output is intact, what bringing each cell up to date needs, and the seat runs a
+cell without a receipt may reuse.
+
+`scan(out, plan)` is the one entry point (both front doors call it once, at load
+time, under the lock); it returns a `Scan`, and `Scan.save()` keeps its indexes
+for the next run. A finished cell costs one stat of its cell.json and one of its
+final.txt while their index entries vouch for them (outdir/caches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from brigade.core.identity import cell_id as hash_cell
+from brigade.core.identity import identity_payload, run_key
+from brigade.core.plan import Plan
+from brigade.core.receipts import ReceiptView, view_of
+from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
+from brigade.outdir import caches, forgotten, store
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What the output directory says about every cell of a plan, and what each needs."""
+
+    # cell_id -> the view of its trusted receipt (None: missing or untrusted)
+    recorded: Mapping[str, ReceiptView | None]
+    actions: Mapping[str, Action]  # cell_id -> what bringing it up to date needs
+    reuse: Mapping[str, str]  # cell_id -> the finished cell whose seat run it reuses
+    # finished cells with an apparatus fault left as they are (no --retry-transient)
+    kept_faults: int
+    # cells `doit forget` asked to run again that have not run since (forgotten.json)
+    forgotten: frozenset[str]
+    forgotten_file: bool  # forgotten.json holds entries (the final task settles them)
+    receipts: caches.Sidecar  # the receipt index: cell_id -> the view of its cell.json
+    outputs: caches.Sidecar | None  # the output index: cell_id -> final.txt's digest
+
+    @property
+    def changed(self) -> bool:
+        """Whether a cell.json changed since the receipt index was written."""
+        return self.receipts.changed
+
+    def save(self) -> None:
+        """Keep the receipt and output indexes for the next run (caches; safe to lose)."""
+        if self.outputs is not None:
+            self.outputs.save()
+        self.receipts.save()
+
+
+_FAULTED = frozenset({"adapter_error", "execution_error"})
+
+
+def kept_fault(view: ReceiptView | None) -> bool:
+    """A finished cell with an apparatus fault, which --retry-transient would run again."""
+    return view is not None and view.state in _FAULTED and is_transient(view)
+
+
+def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
+    """Read every planned cell's receipt and decide what bringing it up to date needs.
+
+    Runs over every cell on every resume: a finished cell costs one stat of its
+    cell.json and one of its final.txt (see output_intact), nothing more.
+    """
+    needs_run = []
+    present = store.existing_cells(out)
+    index = caches.Sidecar(out / store.RECEIPT_INDEX, caches.cache_key(), load=bool(present))
+    outputs = _Outputs(out)
+    recorded: dict[str, ReceiptView | None] = {}
+    actions: dict[str, Action] = {}
+    kept = 0
+    with store.opened_folder(store.cells_root(out)) as cells_fd:
+        for cell in plan.cells:
+            cell_id = cell.cell_id
+            if cell_id in present:
+                view = read_receipt_indexed(out, cell_id, index, cells_fd)
+            else:
+                view = None
+            recorded[cell_id] = view
+            action = decide(view, retry_transient=retry_transient, reusable=False)
+            if action == "skip" and not outputs.intact(cell_id, view, cells_fd):
+                action = "regrade"  # its grade task verifies the output and refuses it
+            actions[cell_id] = action
+            if action == "run":
+                needs_run.append(cell)
+            elif action == "skip" and kept_fault(view):
+                kept += 1
+    entries = forgotten.read(out)
+    reuse: dict[str, str] = {}
+    if needs_run:
+        sources = reuse_index(out, {c.cell_id for c in plan.cells}, retry_transient)
+        for cell in needs_run:
+            source = sources.get(cell.run_key)
+            if (
+                source is not None
+                and decide(recorded[cell.cell_id], retry_transient=retry_transient, reusable=True)
+                == "reuse"
+            ):
+                reuse[cell.cell_id] = source
+                actions[cell.cell_id] = "reuse"
+    return Scan(
+        recorded=recorded,
+        actions=actions,
+        reuse=reuse,
+        kept_faults=kept,
+        forgotten=forgotten.pending(entries, recorded) if entries else frozenset(),
+        forgotten_file=bool(entries),
+        receipts=index,
+        outputs=outputs.index,
+    )
+
+
+def read_receipt_indexed(
+    out: Path, cell_id: str, index: caches.Sidecar, cells_fd: int | None = None
+) -> ReceiptView | None:
+    """The view of a cell's trusted receipt, from the receipt index while cell.json's stat
+    still matches (taken before the file is read), else from cell.json (indexed again).
+
+    Run once per cell on every resume: kept to one stat, relative to `cells_fd`
+    when given, and no needless allocation.
+    """
+    relative = f"{cell_id}/{store.RECEIPT_FILE}"
+    if cells_fd is None:
+        info = caches.stat_of(f"{out}/{store.CELLS_DIR}/{relative}")
+    else:
+        info = caches.stat_of(relative, cells_fd)
+    recorded = index.fresh(cell_id, info)
+    if recorded is None:  # an untrusted receipt, as recorded
+        return None
+    if type(recorded) is ReceiptView:  # (parsed earlier in this process)
+        return recorded
+    if recorded is not caches.MISS:
+        view = ReceiptView.from_json(recorded)
+        if view is not None:
+            index.parsed(cell_id, view)  # parsed once per process
+            return view
+    doc = store.read_json(out / store.CELLS_DIR / relative)
+    view = view_of(store.receipt_in(out, cell_id, doc))
+    index.record(cell_id, info, view)
+    return view
+
+
+class _Outputs:
+    """The output index of one scan, opened when the first graded cell is checked."""
+
+    __slots__ = ("out", "index")
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.index: caches.Sidecar | None = None
+
+    def intact(self, cell_id: str, receipt: ReceiptView | None, cells_fd: int | None) -> bool:
+        """output_intact, with this scan's output index."""
+        if receipt is None or receipt.state not in GRADED or not receipt.output_digest:
+            return True
+        if self.index is None:
+            self.index = caches.Sidecar(self.out / store.OUTPUT_INDEX, caches.cache_key())
+        return output_intact(self.out, cell_id, receipt, self.index, cells_fd)
+
+
+def output_intact(
+    out: Path,
+    cell_id: str,
+    receipt: ReceiptView | None,
+    index: caches.Sidecar,
+    cells_fd: int | None = None,
+) -> bool:
+    """Whether a graded cell's run/final.txt still has the recorded output_digest.
+
+    A file's digest is computed once; afterwards its unchanged stat vouches for
+    it (the output index), so a no-op resume costs one stat per cell (relative
+    to `cells_fd`, the cells folder, when given).
+    """
+    if receipt is None or receipt.state not in GRADED:
+        return True
+    expected, attempt = receipt.output_digest, receipt.attempt
+    if not expected:
+        return True
+    if attempt is None:
+        return False
+    # string paths: building 10,000 Paths costs more than the stats themselves
+    relative = (
+        f"{cell_id}/{store.ATTEMPTS_DIR}/{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
+    )
+    final = f"{out}/{store.CELLS_DIR}/{relative}"
+    info = caches.stat_of(final) if cells_fd is None else caches.stat_of(relative, cells_fd)
+    # (the attempt is in the path: another attempt's final.txt is another file, inode)
+    if index.fresh(cell_id, info) == expected:
+        return True
+    if store.file_digest(final) != expected:
+        return False
+    index.record(cell_id, info, expected)
+    return True
+
+
+def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str, str]:
+    """run_key -> cell_id of finished cells outside the plan whose seat run can be reused.
+
+    Only receipts whose identity fields hash to their own cell_id are trusted.
+    """
+    index: dict[str, tuple[str, str]] = {}
+    root = store.cells_root(out)
+    try:
+        names = [p.name for p in root.iterdir() if p.name not in current]
+    except OSError:
+        return {}
+    for name in names:
+        receipt = store.read_receipt(out, name)
+        if receipt is None or not reusable_source(
+            ReceiptView.of(receipt), retry_transient=retry_transient
+        ):
+            continue
+        try:
+            payload = identity_payload(
+                case_id=receipt["case"]["id"],
+                prompt=receipt["case"]["prompt"],
+                seat=receipt["seat"],
+                trial=receipt["trial"],
+                graders=receipt["grader_specs"],
+                execution_mode=receipt["execution_mode"],
+            )
+        except (KeyError, TypeError):
+            continue
+        if hash_cell(payload) != name:
+            continue
+        key = run_key(payload)
+        finished = str(receipt.get("finished_at", ""))
+        if key not in index or finished > index[key][1]:
+            index[key] = (name, finished)
+    return {key: value[0] for key, value in index.items()}
