@@ -206,3 +206,83 @@ def test_an_unquoted_sandbox_off_is_off_and_an_unknown_mode_names_the_allowed_on
                 2,
                 f"brigade: {project.roster}: sandbox: {allowed}\n",
             )
+
+
+# --- item 7: terminal escapes in what a seat wrote -------------------------------------
+
+# a window title, a cleared screen, the clipboard (OSC 52), C1 CSI, a carriage return
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m\rbidi\u202e"
+ESCAPING_SEAT = f"""\
+import sys
+prompt = sys.stdin.read()
+escapes = {ESCAPES!r}
+print("answer " + escapes + " end")
+print("on stderr " + escapes, file=sys.stderr)
+if "fault" in prompt:
+    # (its last line: the carriage return would start another)
+    print("auth: login expired " + escapes.replace("\\r", ""), file=sys.stderr)
+    sys.exit(75)
+if "fails" in prompt:
+    sys.exit(3)
+"""
+ESCAPING_VERSION = "#!/bin/sh\nprintf 'claude \\033]0;owned\\007 \\302\\233 9.9.9\\n'\n"
+
+
+def no_controls(text: str) -> None:
+    """Nothing in `text` a terminal would obey: no control character but newline and tab."""
+    bad = sorted({c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F})
+    assert bad == [], (bad, text)
+    assert "\u202e" not in text
+
+
+def test_escape_sequences_a_seat_wrote_reach_no_terminal(project: Project) -> None:
+    evil = script(project, "escapes.py", ESCAPING_SEAT)
+    project.write_roster({"agent": {"cli": evil}, "faulty": {"cli": evil}})
+    project.write_manifest(
+        [
+            {"id": "ok", "prompt": "answer"},
+            {"id": "bad", "prompt": "fails"},
+            {"id": "fault", "prompt": "fault"},
+        ],
+        seats=("agent", "faulty"),
+    )
+    runs = [project.run()]
+    assert runs[0].returncode == 3
+    assert "\\x1b]0;owned\\x07" in runs[0].stderr  # the fault line, shown
+    # named cells get an outcome line each (their reason quotes what the seat said)
+    runs.append(project.doit("-a", "cell:bad:agent:1", "cell:fault:agent:1"))
+    assert "\\x1b]0;owned" in runs[1].stderr, runs[1].stderr
+    shown = [
+        project.brigade("show", str(project.out)),
+        project.brigade("show", str(project.out), "--cells"),
+        project.brigade("show", str(project.out), "--cells", "--json"),
+        project.brigade("summary", str(project.out)),
+        project.brigade("summary", str(project.out), "--json"),
+    ]
+    for coordinate in ("ok:agent:1", "bad:agent:1", "fault:faulty:1"):
+        for more in ((), ("--full",), ("--json",)):
+            shown.append(project.brigade("show", str(project.out), coordinate, *more))
+    for done in runs + shown:
+        no_controls(done.stdout)
+        no_controls(done.stderr)
+    answer = shown[5]
+    assert answer.returncode == 0, answer.stderr
+    # (the carriage return ends a line of the answer as shown)
+    assert "answer \\x1b]0;owned\\x07\\x1b[2J\\x1b]52;c;ZXZpbA==\\x07\\x9b31m\n" in answer.stdout
+    assert "  bidi\\u202e end\n" in answer.stdout
+    # JSON output stays JSON, and reads as the seat wrote it
+    record = json.loads(shown[7].stdout)
+    assert record["answer"] == f"answer {ESCAPES} end\n"
+    json.loads(shown[2].stdout)
+    # doctor prints each CLI's version line
+    bin_dir = project.root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(ESCAPING_VERSION)
+    (bin_dir / "claude").chmod(0o755)
+    project.write_roster({"agent": {"cli": "claude"}})
+    doctor = project.brigade(
+        "doctor", "--roster", str(project.roster), PATH=f"{bin_dir}:/usr/bin:/bin"
+    )
+    assert "claude \\x1b]0;owned\\x07 \\x9b 9.9.9" in doctor.stdout, doctor.stdout
+    no_controls(doctor.stdout)
+    no_controls(doctor.stderr)

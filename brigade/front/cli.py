@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 from brigade import __version__
 from brigade.core.jsonpath import format_path
@@ -20,6 +20,7 @@ from brigade.core.receipts import views_of
 from brigade.core.selection import CellFilter
 from brigade.core.specs import SANDBOX_MODES
 from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, EXIT_REJECTED, GRADEABLE
+from brigade.core.terminal import printable
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front.session import Options, grader_warnings, load_inputs, lock_output, plan_only
 from brigade.outdir import lock, store
@@ -34,6 +35,17 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def say(text: str = "", file: IO[str] | None = None) -> None:
+    """Print a line: what an agent wrote in it (a fault, an answer) is shown, never obeyed
+    by the terminal."""
+    print(printable(text), file=file)
+
+
+def say_json(document: Any, **options: Any) -> None:
+    """Print a JSON document (`json.dumps` options), its control characters escaped."""
+    print(printable(json.dumps(document, **options), json=True))
 
 
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
@@ -68,8 +80,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except EnvironmentProblem as refused:  # a run here would be refused: say so, as a warning
         warnings.append(str(refused))
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(
+        say(f"warning: {warning}", file=sys.stderr)
+    say(
         f"{args.manifest}: ok: {len(manifest.cases)} case(s) x {len(manifest.seats)} seat(s) "
         f"= {len(cells)} cell(s), roster {label}"
     )
@@ -87,8 +99,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     # indented on a terminal; compact (and fast for big plans) into a pipe or file
     indent = 2 if sys.stdout.isatty() else None
     separators = None if indent else (",", ":")
-    text = json.dumps(plan.document(), indent=indent, separators=separators, ensure_ascii=False)
-    sys.stdout.write(text + "\n")
+    say_json(plan.document(), indent=indent, separators=separators, ensure_ascii=False)
     return 0
 
 
@@ -259,7 +270,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         return EXIT_MEASUREMENT
     summary = finished.summary
     assert summary is not None  # never `untouched`: always written
-    print(
+    say(
         f"regraded {len(gradeable)} cell(s) from stored output ({changed} changed state); "
         f"{_counts_line(summary['counts'])}"
     )
@@ -284,26 +295,26 @@ def cmd_prune(args: argparse.Namespace) -> int:
     plan = _load_plan(out)
     stale = prune.stale_cells(out, plan)
     if not stale:
-        print("no stale cells")
+        say("no stale cells")
         return 0
     for cell in stale:
         why = "stale" if cell.listed else "not in the plan"
-        print(f"{cell.coordinate or '?'}  {cell.state}  {why}  {store.CELLS_DIR}/{cell.cell_id}")
+        say(f"{cell.coordinate or '?'}  {cell.state}  {why}  {store.CELLS_DIR}/{cell.cell_id}")
     if not args.yes:
-        print(f"{len(stale)} stale cell(s); brigade prune {args.dir} --yes removes them")
+        say(f"{len(stale)} stale cell(s); brigade prune {args.dir} --yes removes them")
         return 0
     pruned = prune.remove(out, stale)
     finished = finish_run(out, pruned or plan, _plan_workspace(plan))
     if _leaked(finished.leaks):
         return EXIT_MEASUREMENT
-    print(f"removed {len(stale)} stale cell(s); summary.json, the export and the report rewritten")
+    say(f"removed {len(stale)} stale cell(s); summary.json, the export and the report rewritten")
     return 0
 
 
 def _leaked(leaks: Sequence[Any]) -> bool:
     """List each leak on stderr; whether there was any."""
     for leak in leaks:
-        print(f"brigade: leak: {leak}", file=sys.stderr)
+        say(f"brigade: leak: {leak}", file=sys.stderr)
     return bool(leaks)
 
 
@@ -316,24 +327,23 @@ def cmd_summary(args: argparse.Namespace) -> int:
     out = _output_dir(args.dir)
     summary = summarize(out, _load_plan(out))
     if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        say_json(summary, indent=2)
     else:
         kinds = summary["measurement_failure_kinds"]
-        print(f"{summary['name']}: {summary['total_cells']} cells")
-        print(f"  {_counts_line(summary['counts'])}")
-        print(
+        say(f"{summary['name']}: {summary['total_cells']} cells")
+        say(f"  {_counts_line(summary['counts'])}")
+        say(
             f"  measurement failures: {summary['measurement_failures']} (adapter_error "
             f"{kinds['adapter_error']}, grader_error {kinds['grader_error']}, "
             f"timeout {kinds['timeout']})"
         )
         stale = sum(summary["stale_counts"].values())
         if stale:
-            print(f"  stale cells (not counted): {_counts_line(summary['stale_counts'])}")
+            say(f"  stale cells (not counted): {_counts_line(summary['stale_counts'])}")
         mean = summary["scores"]["mean"]
         if mean is not None:
-            print(f"  mean score: {mean:.3f} over {summary['scores']['count']} graded cell(s)")
-        print(f"  outcome: {summary['outcome']} (exit {summary['exit_code']})")
+            say(f"  mean score: {mean:.3f} over {summary['scores']['count']} graded cell(s)")
+        say(f"  outcome: {summary['outcome']} (exit {summary['exit_code']})")
     return int(summary["exit_code"])
 
 
@@ -385,24 +395,22 @@ def cmd_show(args: argparse.Namespace) -> int:
             cases=args.case or (),
         )
         if args.json:
-            json.dump([row.document() for row in rows], sys.stdout, indent=2, ensure_ascii=False)
-            sys.stdout.write("\n")
+            say_json([row.document() for row in rows], indent=2, ensure_ascii=False)
         else:
-            sys.stdout.write(rows_text(rows) + "\n")
+            say(rows_text(rows))
         return 0
     from brigade.report.render import text_costs, text_matrix
 
     summary = summarize(out, plan)
     if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        say_json(summary, indent=2)
         return 0
-    print(f"{summary['name']}: {summary['total_cells']} cells, outcome {summary['outcome']}")
-    print(show_table(summary))
-    print()
-    print(text_matrix(summary))
-    print()
-    print(text_costs(summary))
+    say(f"{summary['name']}: {summary['total_cells']} cells, outcome {summary['outcome']}")
+    say(show_table(summary))
+    say()
+    say(text_matrix(summary))
+    say()
+    say(text_costs(summary))
     return 0
 
 
@@ -417,10 +425,9 @@ def _show_cell(out: Path, plan: Plan, key: str, *, full: bool, as_json: bool) ->
     )
     if as_json:
         reason = state_reason(record.state, record.receipt)
-        json.dump(record_document(record, reason), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        say_json(record_document(record, reason), indent=2, ensure_ascii=False)
     else:
-        sys.stdout.write(cell_text(record, full=full) + "\n")
+        say(cell_text(record, full=full))
     return 0
 
 
@@ -457,7 +464,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if _leaked(finished.leaks):
             return EXIT_MEASUREMENT
         for name in (JUNIT_FILE, HTML_FILE):
-            print(f"wrote {out / REPORT_DIR / name}")
+            say(f"wrote {out / REPORT_DIR / name}")
         assert finished.summary is not None  # computed for the report
         return int(finished.summary["exit_code"])
     if junit is not None or html_file is not None:
@@ -467,13 +474,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = summarize(out, plan, views_of(receipts))
     report = build_report(out, plan, receipts, summary, workspace=_plan_workspace(plan))
     if args.json:
-        json.dump(report_document(report), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        say_json(report_document(report), indent=2, ensure_ascii=False)
     result = write_files(out, report, junit=junit, html_file=html_file)
     if _leaked(result.leaks):
         return EXIT_MEASUREMENT
     for path in result.files:
-        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+        say(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
     return int(summary["exit_code"])
 
 
@@ -503,7 +509,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         leaks = result.leaks
     if _leaked(leaks):
         return EXIT_MEASUREMENT
-    print(f"exported {result.files} file(s) to {result.dest}")
+    say(f"exported {result.files} file(s) to {result.dest}")
     return 0
 
 
@@ -539,7 +545,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     width = max(len(c.seat) for c in checks)
     for check in checks:
         if check.executable is None:
-            print(f"{check.seat:<{width}}  MISSING  {check.program}: not found (cli {check.cli})")
+            say(f"{check.seat:<{width}}  MISSING  {check.program}: not found (cli {check.cli})")
             continue
         version = check.version or "version unknown"
         confined = "sandbox" if check.sandboxed else check.read_only_enforcement
@@ -549,11 +555,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             else "; network: " + ("isolated" if check.sandboxed else "NOT isolated")
         )
         status = "REFUSED" if check.refused else "ok     "
-        print(
+        say(
             f"{check.seat:<{width}}  {status}  {check.executable}  ({version}; "
             f"read-only: {confined}; sandbox: {check.sandbox_mode}{network})"
         )
-    print(sandbox_line())
+    say(sandbox_line())
     return 0 if all(c.ok for c in checks) else 1
 
 
@@ -766,7 +772,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except BrigadeError as exc:
         for line in str(exc).splitlines():  # several problems of a document: a line each
-            print(f"brigade: {line}", file=sys.stderr)
+            say(f"brigade: {line}", file=sys.stderr)
         lock.discard_refused()
         return exc.exit_code
     except BrokenPipeError:
@@ -779,10 +785,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem = store.storage_problem(exc)
         if problem is None:
             raise
-        print(f"brigade: {problem}", file=sys.stderr)
+        say(f"brigade: {problem}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("brigade: interrupted", file=sys.stderr)
+        say("brigade: interrupted", file=sys.stderr)
         return 130
 
 

@@ -103,8 +103,10 @@ class _BadOptionsExit2:
         except CmdParseError as err:
             if not is_brigade_dodo(dodo_path(self.opt_vals, in_args)):
                 raise  # doit's own: "ERROR: ..." and exit 3
+            from brigade.core.terminal import printable
+
             sys.stderr.write(
-                f"ERROR: {short_error(err)} (doit help {self.name} lists the options)\n"
+                printable(f"ERROR: {short_error(err)} (doit help {self.name} lists the options)\n")
             )
             return EXIT_UNUSABLE
 
@@ -135,6 +137,7 @@ class Forget(_BadOptionsExit2, DoitForget):
         loaded = tasks.loaded
         if loaded is None:  # not brigade's dodo
             return super()._execute(forget_sub, forget_disable_default, forget_all)
+        from brigade.core.terminal import printable
         from brigade.outdir import forgotten
 
         cells = loaded.choice.by_names
@@ -143,8 +146,10 @@ class Forget(_BadOptionsExit2, DoitForget):
             forgotten.record(session.out, cells, session.scan.recorded)
             where = session.out / forgotten.FORGOTTEN_FILE
             self.outstream.write(
-                f"brigade: {len(cells)} cell(s) forgotten: the next run that selects them runs "
-                f"each as a new attempt (recorded in {where})\n"
+                printable(
+                    f"brigade: {len(cells)} cell(s) forgotten: the next run that selects them "
+                    f"runs each as a new attempt (recorded in {where})\n"
+                )
             )
             # doit forgets tasks by name: a pattern's cells by theirs
             self.sel_tasks = list(
@@ -154,7 +159,7 @@ class Forget(_BadOptionsExit2, DoitForget):
                 )
             )
         elif forget_all or self.sel_default_tasks:
-            sys.stderr.write(f"brigade: {FORGET_ALL_NOTE}\n")
+            sys.stderr.write(printable(f"brigade: {FORGET_ALL_NOTE}\n"))
             # doit's "every default task" (brigade's dodo names none: all of them)
             forget_all = forget_all or not forget_disable_default
         return super()._execute(forget_sub, forget_disable_default, forget_all)

@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import IO
 
+from brigade.core.terminal import printable
+
 # per-cell lines allowed in a window before summary lines take over (without a terminal)
 DEFAULT_RATE = 60
 WINDOW_SECONDS = 30.0
@@ -195,15 +197,14 @@ class Progress:
     # -- drawing ---------------------------------------------------------------
 
     def _line(self, text: str) -> None:
-        prefix = ERASE if self._drawn else ""
-        self.stream.write(f"{prefix}brigade: {text}\n")
+        self.stream.write((ERASE if self._drawn else "") + printable(f"brigade: {text}\n"))
         self._drawn = False
         self.stream.flush()
 
     def _draw(self) -> None:
         if not self.tty or self.quiet:
             return
-        self.stream.write(ERASE + self.live_line())
+        self.stream.write(ERASE + printable(self.live_line()))
         self.stream.flush()
         self._drawn = True
 

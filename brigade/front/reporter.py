@@ -25,6 +25,7 @@ from brigade.core.taxonomy import (
     exit_bucket,
     outcome_name,
 )
+from brigade.core.terminal import printable
 from brigade.errors import BrigadeError
 from brigade.front.progress import Progress, duration
 from brigade.outdir import lock, store
@@ -171,6 +172,10 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
             self.summary_ran = False
             self.locked = False
 
+        def _say(self, text: str) -> None:
+            """Write a line of brigade's (agent text in it shown, never obeyed)."""
+            self.err.write(printable(text))
+
         # -- doit reporter protocol --------------------------------------------
 
         def initialize(self, tasks: dict[str, Any], selected_tasks: list[str]) -> None:
@@ -191,7 +196,7 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(signum, self._on_signal)
             for note in info.notes:
-                self.err.write(f"brigade: {note}\n")
+                self._say(f"brigade: {note}\n")
             self.progress.found_done(info.collected)
             self.progress.begin(
                 done=info.done_at_start,
@@ -316,12 +321,12 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
         def _exit_code(self) -> int:
             for message in self.refused:
                 for line in message.splitlines():
-                    self.err.write(f"brigade: {line}\n")
+                    self._say(f"brigade: {line}\n")
             for message in self.errors:
-                self.err.write(f"brigade: {message}\n")
+                self._say(f"brigade: {message}\n")
             elapsed = duration(self.progress.elapsed())
             if self.interrupted is not None:
-                self.err.write(
+                self._say(
                     f"brigade: interrupted after {self.progress.counts_line()} in {elapsed}; "
                     "cells left running re-run on the next run\n"
                 )
@@ -342,10 +347,10 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
                 parts = [headline, elapsed]
                 if self.summary_ran:
                     parts.append(f"report: {shown_path(info.out / REPORT_DIR / HTML_FILE)}")
-                self.err.write(f"brigade: {'; '.join(parts)}\n")
+                self._say(f"brigade: {'; '.join(parts)}\n")
             notes, stopped = info.final_notes()
             for note in notes:
-                self.err.write(f"brigade: {note}\n")
+                self._say(f"brigade: {note}\n")
             if self.errors or stopped:
                 return EXIT_MEASUREMENT
             return bucket
@@ -367,7 +372,7 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
                 ):
                     facts.append(duration(float(receipt["duration_seconds"])))
                 more = f" ({', '.join(facts)})" if facts else ""
-                self.err.write(
+                self._say(
                     f"brigade: {cell.coordinate}: {state}{more}: {state_reason(state, receipt)}\n"
                 )
 

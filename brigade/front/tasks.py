@@ -25,6 +25,7 @@ from brigade.core.receipts import ReceiptView
 from brigade.core.selection import CellFilter, cells_at, did_you_mean, filter_cells
 from brigade.core.specs import SANDBOX_MODES, ExecutorKind, SandboxMode
 from brigade.core.taxonomy import Action
+from brigade.core.terminal import printable
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front import names
 from brigade.front.names import Named, cell_task_name, grade_task_name
@@ -836,14 +837,14 @@ def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
         info.end_process = True
         generators = namespace(session, info, listing=not runs(command), choice=choice)
         if name == "forget" and not type(command).__module__.startswith("brigade."):
-            sys.stderr.write(f"brigade: {FORGET_NOTE}\n")
+            sys.stderr.write(printable(f"brigade: {FORGET_NOTE}\n"))
         if runs(command) and "reporter" in getattr(params, "_non_default_keys", ()):
             _keep_the_run_with(command, params["reporter"], info)
         loaded = Loaded(session, choice)
         return generators
     except BrigadeError as exc:
         for line in str(exc).splitlines():
-            sys.stderr.write(f"brigade: {line}\n")
+            sys.stderr.write(printable(f"brigade: {line}\n"))
         raise SystemExit(exc.exit_code) from None
 
 

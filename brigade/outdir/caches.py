@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from brigade.core.terminal import printable
 from brigade.inputs.sources import code_digest
 from brigade.outdir.store import atomic_write_bytes, read_regular
 
@@ -72,7 +73,9 @@ def _warn(path: Path, problem: str) -> None:
     """One line per cache file and process: the cache is rebuilt, the run goes on."""
     if str(path) not in _warned:
         _warned.add(str(path))
-        sys.stderr.write(f"brigade: ignoring the cache {path}: {problem} (it only saves time)\n")
+        sys.stderr.write(
+            printable(f"brigade: ignoring the cache {path}: {problem} (it only saves time)\n")
+        )
 
 
 class Sidecar:

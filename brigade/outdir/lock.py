@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from brigade.core.terminal import printable
 from brigade.errors import EnvironmentProblem, LockHeld
 from brigade.outdir.store import LOCK_FILE, read_regular
 
@@ -81,7 +82,10 @@ def acquire(out: Path, *, wait: bool, poll: float = 0.2) -> None:
                     "directory; wait for it to finish or pass --wait (doit: wait=1)"
                 ) from None
             if not announced:
-                print(f"brigade: waiting for pid {holder} to release {out}", file=sys.stderr)
+                print(
+                    printable(f"brigade: waiting for pid {holder} to release {out}"),
+                    file=sys.stderr,
+                )
                 announced = True
             time.sleep(poll)
     try:

@@ -29,6 +29,7 @@ from brigade.core.taxonomy import (
     decide,
     grader_passed,
 )
+from brigade.core.terminal import printable
 from brigade.core.usage import Price, Usage, UsageError, priced, usage_document, usage_from_document
 from brigade.errors import TamperedOutput
 from brigade.outdir import legacy, store
@@ -182,9 +183,12 @@ def _end_crashed_seat(out: Path, cell: Cell, attempt: int | None) -> None:
     ended = proc.end_stragglers(RUN_DIR_VARIABLE, f"{store.cell_dir(out, cell.cell_id)}/")
     if ended:
         which = f"attempt {attempt}" if attempt is not None else "an earlier attempt"
+        pids = ", ".join(map(str, sorted(ended)))
         sys.stderr.write(
-            f"brigade: {cell.coordinate}: ended {len(ended)} process(es) left running by "
-            f"{which} of a run that was killed (pids {', '.join(map(str, sorted(ended)))})\n"
+            printable(
+                f"brigade: {cell.coordinate}: ended {len(ended)} process(es) left running by "
+                f"{which} of a run that was killed (pids {pids})\n"
+            )
         )
 
 
@@ -620,7 +624,7 @@ def _usable_source(ctx: RunContext, source_id: str, cell: Cell) -> dict[str, Any
     try:
         verify_output(ctx, receipt, needs_patch(cell))
     except TamperedOutput as exc:
-        print(f"brigade: not reusing a seat run: {exc}", file=sys.stderr)
+        print(printable(f"brigade: not reusing a seat run: {exc}"), file=sys.stderr)
         return None
     return receipt
 
