@@ -224,16 +224,35 @@ def test_a_command_that_cannot_start_is_a_grader_error(tmp_path: Path) -> None:
     assert result["logs"] == LOGS  # what proc wrote about it
 
 
-def test_a_command_past_its_time_limit_is_a_grader_error(tmp_path: Path) -> None:
+def test_a_command_past_its_time_limit_fails_the_code_under_test(tmp_path: Path) -> None:
+    """Code that never ends makes its tests time out: that is the code's result (a score
+    of 0 that says so), not a fault of the apparatus."""
     spec = python("import time; print('started', flush=True); time.sleep(600)")
     result = grade(context(tmp_path), {**spec, "timeout_seconds": 0.5})
-    assert (result["status"], result["score"]) == ERROR
+    assert (result["status"], result["score"]) == ("scored", 0.0)
     assert result["exit_code"] == -15  # SIGTERM ended it
     assert result["detail"] == (
-        "the command did not finish within its time limit of 0.5 s (timeout_seconds); "
-        "its process group was killed"
+        "the tests timed out: the command did not finish within its time limit of 0.5 s "
+        "(timeout_seconds) and its process group was killed; the code under test may never "
+        'end; the output ends "started"'
     )
+    assert result["component_checks"] == [
+        {"name": "time limit", "passed": False, "detail": "not finished in 0.5 s"}
+    ]
+    assert classify_grades([result]) == Verdict("rejected")
     assert (tmp_path / "out" / FOLDER / "stdout.log").read_text() == "started\n"
+
+
+def test_timeout_is_error_keeps_a_hanging_suite_a_grader_error(tmp_path: Path) -> None:
+    code = "import sys, time; print('waiting for a server', file=sys.stderr, flush=True); "
+    spec = python(code + "time.sleep(600)", score_from="junit:r.xml", timeout_is="error")
+    result = grade(context(tmp_path), {**spec, "timeout_seconds": 0.5})
+    assert (result["status"], result["score"], result["exit_code"]) == (*ERROR, -15)
+    assert result["detail"] == (
+        "the command did not finish within its time limit of 0.5 s (timeout_seconds); its "
+        'process group was killed; its stderr ends "waiting for a server"'
+    )
+    assert classify_grades([result]).state == "grader_error"
 
 
 def test_the_default_time_limit_comes_from_the_setting(tmp_path: Path) -> None:
@@ -243,7 +262,9 @@ def test_the_default_time_limit_comes_from_the_setting(tmp_path: Path) -> None:
     assert ctx.setting is not None
     short = dataclasses.replace(ctx, setting=dataclasses.replace(ctx.setting, command_timeout=0.5))
     result = grade(short, python("import time; time.sleep(600)"))
-    assert result["detail"].startswith("the command did not finish within its time limit of 0.5 s")
+    assert result["detail"].startswith(
+        "the tests timed out: the command did not finish within its time limit of 0.5 s"
+    )
 
 
 @pytest.mark.parametrize(
@@ -277,13 +298,13 @@ def test_a_missing_or_stale_junit_file_is_a_grader_error(tmp_path: Path) -> None
     missing = grade(ctx, spec)
     assert (missing["status"], missing["detail"]) == (
         "grader_error",
-        "the command wrote no JUnit file at report.xml",
+        "the command wrote no JUnit file at report.xml; its stderr is empty",
     )
     (tmp_path / "work" / "report.xml").write_text(junit(case("a")))  # left from before
     stale = grade(ctx, spec)
     assert (stale["status"], stale["detail"]) == (
         "grader_error",
-        "the JUnit file report.xml was not written by this run of the command",
+        "the JUnit file report.xml was not written by this run of the command; its stderr is empty",
     )
 
 
@@ -293,7 +314,8 @@ def test_a_fifo_as_junit_file_is_never_opened(tmp_path: Path) -> None:
     result = grade(ctx, spec)
     assert (result["status"], result["detail"]) == (
         "grader_error",
-        "cannot read the JUnit file report.xml: the JUnit file is not a regular file",
+        "cannot read the JUnit file report.xml: the JUnit file is not a regular file; its "
+        "stderr is empty",
     )
 
 
@@ -403,7 +425,7 @@ def test_a_junit_file_in_the_grader_folder_is_named_by_its_resolved_path(
     assert (result["status"], result["detail"]) == (
         "grader_error",
         f"the JUnit file {FOLDER}/j.xml is not JUnit XML (its root is <html>, not "
-        "<testsuites> or <testsuite>)",
+        "<testsuites> or <testsuite>); its stderr is empty",
     )
 
 
@@ -418,3 +440,115 @@ def test_every_test_passing_with_another_exit_status_is_no_pass(tmp_path: Path) 
     assert classify_grades([result]) == Verdict("rejected")
     passing = grade(context(tmp_path / "ok"), writes("report.xml", junit(case("a")), exit_code=0))
     assert classify_grades([passing]) == Verdict("accepted")
+
+
+def test_a_command_that_cannot_do_its_work_ends_its_detail_with_its_stderr(
+    tmp_path: Path,
+) -> None:
+    """pytest not installed: the interpreter says so on stderr and writes no JUnit file."""
+    code = (
+        "import sys; print('warming up', file=sys.stderr); "
+        "print(sys.executable + ': No module named pytest', file=sys.stderr); sys.exit(1)"
+    )
+    result = grade(context(tmp_path), python(code, score_from="junit:r.xml"))
+    assert (result["status"], result["score"], result["exit_code"]) == (*ERROR, 1)
+    assert result["detail"] == (
+        "the command wrote no JUnit file at r.xml; its stderr ends "
+        + json.dumps(f"warming up\n{PY}: No module named pytest")
+    )
+
+
+def test_the_stderr_a_detail_quotes_is_its_last_lines_with_secrets_replaced(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    ctx = dataclasses.replace(context(tmp_path), redact=lambda t: t.replace("s3cret", "<env>"))
+    lines = "".join(f"print('line {i}', file=sys.stderr); " for i in range(9))
+    code = f"import sys; {lines}print('token s3cret', file=sys.stderr)"
+    result = grade(ctx, python(code, score_from="junit:r.xml"))
+    assert result["detail"].endswith(
+        "its stderr ends " + json.dumps("line 5\nline 6\nline 7\nline 8\ntoken <env>")
+    )
+
+
+def required(*names: str, **extra: Any) -> dict[str, Any]:
+    document = junit(
+        case("test_a"),
+        case("test_b", '<failure message="assert 1 == 2"/>'),
+        case("test_s", "<skipped/>"),
+    )
+    return {**writes("report.xml", document, exit_code=1), "require_tests": list(names), **extra}
+
+
+def test_required_tests_that_did_not_run_are_failed_checks(tmp_path: Path) -> None:
+    spec = required("tests.test_calc.test_a", "test_b", "test_gone", "test_s")
+    result = grade(context(tmp_path), spec)
+    assert (result["status"], result["score"]) == ("scored", 0.25)
+    assert result["detail"] == (
+        "1 of 4 test(s) passed (1 failed, 0 error(s), 2 required but not run, 1 skipped and "
+        "not counted); exit status 1, expected 0"
+    )
+    assert result["component_checks"][1:] == [
+        {"name": "tests.test_calc.test_b", "passed": False, "detail": "failed: assert 1 == 2"},
+        {
+            "name": "test_gone",
+            "passed": False,
+            "detail": "required, did not run: not in the JUnit file",
+        },
+        {"name": "test_s", "passed": False, "detail": "required, did not run: skipped"},
+    ]
+
+
+def test_every_required_test_passing_passes(tmp_path: Path) -> None:
+    document = junit(case("test_a"), case("test_b"))
+    spec = {**writes("r.xml", document, exit_code=0), "require_tests": ["test_a", "test_b"]}
+    result = grade(context(tmp_path), spec)
+    assert (result["score"], result["component_checks"]) == (
+        1.0,
+        [{"name": "exit status", "passed": True, "detail": "exit status 0, expected 0"}],
+    )
+    assert classify_grades([result]) == Verdict("accepted")
+
+
+def test_deleted_tests_that_are_required_are_a_rejection_not_a_fault(tmp_path: Path) -> None:
+    """A JUnit file with no test in it measures nothing (grader_error), unless tests were
+    required: then they did not run, and the code is rejected."""
+    spec = {**writes("r.xml", junit(), exit_code=5), "require_tests": ["test_a"]}
+    result = grade(context(tmp_path), spec)
+    assert (result["status"], result["score"]) == ("scored", 0.0)
+    assert result["detail"].startswith("0 of 1 test(s) passed (0 failed, 0 error(s), 1 required")
+    assert classify_grades([result]) == Verdict("rejected")
+
+
+def test_require_tests_base_needs_a_base_commit(tmp_path: Path) -> None:
+    spec = {**writes("r.xml", junit(case("a")), exit_code=0), "require_tests": "base"}
+    result = grade(context(tmp_path), spec)
+    assert (result["status"], result["exit_code"]) == ("grader_error", 0)
+    assert result["detail"] == (
+        "require_tests: base needs a writable-worktree run (a base commit to run the tests "
+        "at); name the required tests instead"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ({"timeout_is": "pass"}, "timeout_is 'pass' must be 'fail' (the code under test"),
+        ({"timeout_is": 1}, "field 'timeout_is' must be str, got int"),
+        ({"require_tests": "all"}, "require_tests 'all' must be a list of test names, or 'base'"),
+        ({"require_tests": []}, "require_tests must be a non-empty list of test names"),
+        ({"require_tests": ["a", ""]}, "require_tests must be a non-empty list of test names"),
+        ({"require_tests": [3]}, "require_tests must be a non-empty list of test names"),
+    ],
+)
+def test_verdict_option_problems(extra: dict[str, Any], problem: str) -> None:
+    spec = {"type": "command", "command": ["t"], "score_from": "junit:r.xml", **extra}
+    found = spec_problem(spec)
+    assert found is not None and found.startswith(problem), found
+
+
+def test_require_tests_needs_a_junit_file() -> None:
+    assert spec_problem({"type": "command", "command": ["t"], "require_tests": ["a"]}) == (
+        "require_tests needs score_from: junit:PATH (the JUnit file says which tests ran)"
+    )

@@ -12,8 +12,15 @@ metadata), the grader's folder and /tmp are writable, the output directory is
 hidden but for the run folder (read-only) and the grader's own. Score 1 when it
 exits with the expected status, else 0; or, with `score_from: junit:PATH`, the
 share of the JUnit file's tests that passed.
-A command that cannot start or outlives its time limit, and a JUnit file that is
-missing, stale or malformed, are grader_error: a broken measurement, never a zero.
+
+A command that outlives its time limit is the result of the code under test (code
+that never ends makes its tests time out): a score of 0 that says so, unless
+`timeout_is: error` says the suite hangs by itself (grader_error). Tests the grader
+requires (`require_tests`: a list of names, or `base`, every test that ran when the
+command ran at the run's base commit) and that did not run are failed component
+checks: deleting tests is no way to pass. A command that cannot start, and a JUnit
+file that is missing, stale or malformed, are grader_error: a broken measurement,
+never a zero; the detail ends with the last lines of the command's stderr.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import dataclasses
 import json
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +49,6 @@ from brigade.run.grading import (
     GraderType,
     NotReadable,
     Setting,
-    as_is,
     contained_file,
     need_setting,
     read_regular,
@@ -61,8 +68,18 @@ JUNIT_PREFIX = "junit:"
 GRADER_DIR_VARIABLE = "BRIGADE_GRADER_DIR"
 # what a detail quotes of the command's output (its end: a test summary)
 OUTPUT_CHARACTERS = 240
-# failed tests a result lists as component checks
+# failed tests a result lists as component checks (and required tests that did not run)
 FAILED_SHOWN = 20
+# what a fault's detail quotes of the command's stderr (its last lines)
+STDERR_LINES = 5
+STDERR_CHARACTERS = 200
+# timeout_is: what a command outliving its time limit is
+TIMEOUT_FAILS = "fail"  # the code under test never ended: a failing score
+TIMEOUT_ERRORS = "error"  # the suite hangs by itself: grader_error
+# require_tests: every test that ran when the command ran at the run's base commit
+REQUIRE_BASE = "base"
+# the folder (in the grader's) where the command runs at the base commit
+BASE_FOLDER = "base"
 # the placeholders a command (and a JUnit path) may use
 PYTHON = "{python}"
 MANIFEST_DIR = "{manifest_dir}"
@@ -83,7 +100,27 @@ def _check(spec: Mapping[str, Any]) -> None:
         parts = [command]
     if any("\0" in part for part in parts):
         raise GraderFault("command contains a NUL byte, which no command line can carry")
-    junit_path(spec)
+    junit = junit_path(spec)
+    if spec["timeout_is"] not in (TIMEOUT_FAILS, TIMEOUT_ERRORS):
+        raise GraderFault(
+            f"timeout_is {spec['timeout_is']!r} must be {TIMEOUT_FAILS!r} (the code under "
+            f"test never ended: a failing score) or {TIMEOUT_ERRORS!r} (grader_error)"
+        )
+    required = spec["require_tests"]
+    if required is None:
+        return
+    if isinstance(required, str):
+        if required != REQUIRE_BASE:
+            raise GraderFault(
+                f"require_tests {required!r} must be a list of test names, or "
+                f"{REQUIRE_BASE!r} (every test that ran at the run's base commit)"
+            )
+    elif not required or not all(isinstance(name, str) and name for name in required):
+        raise GraderFault("require_tests must be a non-empty list of test names")
+    if junit is None:
+        raise GraderFault(
+            "require_tests needs score_from: junit:PATH (the JUnit file says which tests ran)"
+        )
 
 
 def junit_path(spec: Mapping[str, Any]) -> str | None:
@@ -113,10 +150,18 @@ class Place:
 
 
 @contextlib.contextmanager
-def post_run_workspace(setting: Setting) -> Iterator[Place]:
+def post_run_workspace(setting: Setting, *, changes: bool = True) -> Iterator[Place]:
     """The cell's workspace as the seat left it: the workspace (read-only runs), or a fresh
-    worktree of the run's base commit with its verified changes.patch applied, removed after."""
+    worktree of the run's base commit with its verified changes.patch applied, removed after.
+
+    `changes=False`: the base commit as it was before the seat ran (a writable run only).
+    """
     if setting.execution_mode != "writable-worktree":
+        if not changes:
+            raise GraderFault(
+                f"require_tests: {REQUIRE_BASE} needs a writable-worktree run (a base commit "
+                "to run the tests at); name the required tests instead"
+            )
         yield Place(setting.workspace)
         return
     snapshot = setting.snapshot or {}
@@ -124,12 +169,12 @@ def post_run_workspace(setting: Setting) -> Iterator[Place]:
     if not isinstance(head, str):
         raise GraderFault("this run recorded no base commit to re-create its worktree from")
     patch = setting.run_dir / worktree.PATCH
-    if setting.changes_digest is None:
+    if changes and setting.changes_digest is None:
         raise GraderFault(
             "this run stored no changes.patch (it was recorded before brigade kept one): "
             "its changes cannot be re-applied for the command"
         )
-    if store.file_digest(patch) != setting.changes_digest:
+    if changes and store.file_digest(patch) != setting.changes_digest:
         raise GraderFault("run/changes.patch does not match the changes_digest of the receipt")
     try:
         # a grader_error is graded again by `brigade regrade` or the next run, never by
@@ -146,6 +191,9 @@ def post_run_workspace(setting: Setting) -> Iterator[Place]:
     except (OSError, EnvironmentProblem) as exc:
         raise GraderFault(f"cannot re-create the run's worktree: {exc}") from None
     try:
+        if not changes:
+            yield Place(tree.cwd, None, tree.root)
+            return
         try:
             worktree.apply_patch(tree, patch)
         except OSError as exc:
@@ -246,77 +294,128 @@ def _stat(path: Path | None) -> tuple[int, int, int, int] | None:
 
 
 def _logs(setting: Setting, folder: Path) -> dict[str, str]:
-    """The grader's log files that exist, relative to the output directory."""
-    return {
-        name.split(".")[0]: os.path.relpath(folder / name, setting.out)
-        for name in (STDOUT, STDERR, JUNIT_COPY)
-        if (folder / name).is_file()
-    }
+    """The grader's log files that exist, relative to the output directory (those of its run
+    at the base commit as base_stdout, base_stderr and base_junit)."""
+    found: dict[str, str] = {}
+    for where, prefix in ((folder, ""), (folder / BASE_FOLDER, "base_")):
+        for name in (STDOUT, STDERR, JUNIT_COPY):
+            if (where / name).is_file():
+                found[prefix + name.split(".")[0]] = os.path.relpath(where / name, setting.out)
+    return found
+
+
+def _clear_logs(folder: Path) -> None:
+    """Remove what a previous grading left: its logs, its JUnit copy, its base run's folder."""
+    for name in (STDOUT, STDERR, JUNIT_COPY):
+        with contextlib.suppress(FileNotFoundError):
+            (folder / name).unlink()
+    _clear_base(folder)
+
+
+def _clear_base(folder: Path) -> None:
+    """Remove the base run's folder (or whatever the command left in its place: never
+    followed)."""
+    base = folder / BASE_FOLDER
+    if base.is_symlink() or base.is_file():
+        base.unlink()
+    elif base.is_dir():
+        shutil.rmtree(base)
+
+
+def _end_of(path: Path) -> str:
+    """The last few kilobytes of a log (a regular file, never followed), '' when none."""
+    try:
+        with os.fdopen(store.open_regular(path), "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4 * OUTPUT_CHARACTERS))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _output_tail(folder: Path, ctx: GradeContext) -> str:
     """The end of the command's output (stdout, else stderr), secrets replaced, quoted."""
     for name in (STDOUT, STDERR):
-        try:
-            with os.fdopen(store.open_regular(folder / name), "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, handle.tell() - 4 * OUTPUT_CHARACTERS))
-                text = handle.read().decode("utf-8", "replace")
-        except OSError:
-            continue
+        text = _end_of(folder / name)
         if text.strip():
             return json.dumps(tail(ctx.redact(text), OUTPUT_CHARACTERS), ensure_ascii=False)
     return ""
 
 
+def _with_stderr(message: str, folder: Path, ctx: GradeContext) -> str:
+    """A fault's message ending with the last lines of the command's stderr (secrets
+    replaced, quoted): why it could not do its work is usually there."""
+    lines = [line for line in _end_of(folder / STDERR).splitlines() if line.strip()]
+    if not lines:
+        return f"{message}; its stderr is empty"
+    text = tail(ctx.redact("\n".join(lines[-STDERR_LINES:])), STDERR_CHARACTERS)
+    return f"{message}; its stderr ends {json.dumps(text, ensure_ascii=False)}"
+
+
+def _run_command(
+    spec: Mapping[str, Any],
+    ctx: GradeContext,
+    setting: Setting,
+    place: Place,
+    folder: Path,
+    extra: dict[str, Any],
+) -> proc.ProcResult:
+    """Run the command once where `place` says, its logs and {grader_dir} in `folder`."""
+    values = {PYTHON: sys.executable, MANIFEST_DIR: str(ctx.manifest_dir), GRADER_DIR: str(folder)}
+    env = environment(ctx, setting, folder, place.cwd)
+    argv = command_argv(spec["command"], values)
+    with command_sandbox(ctx, setting, folder, place, env, argv) as box:
+        extra["enforcement"] = {
+            "applied": box.decision.applied,
+            "network": "isolated" if box.decision.network_isolated else "host",
+        }
+        return proc.run(
+            argv,
+            cwd=place.cwd,
+            env=env,
+            stdin_text=None,
+            timeout=ctx.time_limit,
+            stdout_path=folder / STDOUT,
+            stderr_path=folder / STDERR,
+            tag=(GRADER_DIR_VARIABLE, str(folder)),
+            confine=box.confine,
+        )
+
+
+def _timeout_message(limit: float) -> str:
+    return (
+        f"the command did not finish within its time limit of {limit:g} s "
+        "(timeout_seconds); its process group was killed"
+    )
+
+
 def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
     setting, folder = need_setting(ctx, "command")
-    for name in (STDOUT, STDERR, JUNIT_COPY):  # a previous grading's logs
-        with contextlib.suppress(FileNotFoundError):
-            (folder / name).unlink()
+    _clear_logs(folder)
     extra: dict[str, Any] = {"exit_code": None}
     limit = ctx.time_limit
+    cases: list[JUnitCase] | None = None
     try:
         with post_run_workspace(setting) as place:
-            values = {
-                PYTHON: sys.executable,
-                MANIFEST_DIR: str(ctx.manifest_dir),
-                GRADER_DIR: str(folder),
-            }
             junit = _junit_file(spec, place.cwd, folder)
             before = _stat(junit)
             if place.patch is not None:
                 extra["output_refs"] = [os.path.relpath(place.patch, setting.out)]
-            env = environment(ctx, setting, folder, place.cwd)
-            argv = command_argv(spec["command"], values)
-            with command_sandbox(ctx, setting, folder, place, env, argv) as box:
-                extra["enforcement"] = {
-                    "applied": box.decision.applied,
-                    "network": "isolated" if box.decision.network_isolated else "host",
-                }
-                result = proc.run(
-                    argv,
-                    cwd=place.cwd,
-                    env=env,
-                    stdin_text=None,
-                    timeout=limit,
-                    stdout_path=folder / STDOUT,
-                    stderr_path=folder / STDERR,
-                    tag=(GRADER_DIR_VARIABLE, str(folder)),
-                    confine=box.confine,
-                )
+            result = _run_command(spec, ctx, setting, place, folder, extra)
             extra["exit_code"] = result.exit_code
             if not result.launched:
                 raise GraderFault(f"the command could not start: {result.launch_error}")
-            if result.timed_out:
-                raise GraderFault(
-                    f"the command did not finish within its time limit of {limit:g} s "
-                    "(timeout_seconds); its process group was killed"
-                )
-            counts = None
-            if junit is not None:
+            if result.timed_out and spec["timeout_is"] == TIMEOUT_ERRORS:
+                raise GraderFault(_with_stderr(_timeout_message(limit), folder, ctx))
+            if junit is not None and not result.timed_out:
                 named = _junit_name(spec, folder, setting.out)
-                counts = _read_junit(named, junit, before, folder, ctx.redact)
+                try:
+                    cases = _read_junit(named, junit, before, folder)
+                except GraderFault as fault:
+                    raise GraderFault(_with_stderr(str(fault), folder, ctx)) from None
+        required = spec["require_tests"]
+        if required == REQUIRE_BASE and cases is not None:
+            required = _base_tests(spec, ctx, setting, folder)
     except GraderFault as fault:
         raise GraderFault(str(fault), {**extra, "logs": _logs(setting, folder)}) from None
     extra["logs"] = _logs(setting, folder)
@@ -325,17 +424,69 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
     status = f"exit status {code}, expected {expected}"
     output = _output_tail(folder, ctx)
     said = f"; the output ends {output}" if output else ""
-    if counts is None:
+    if result.timed_out:
+        # the code under test never ended (timeout_is: error makes this a grader_error)
+        check = {"name": "time limit", "passed": False, "detail": f"not finished in {limit:g} s"}
+        detail = (
+            f"the tests timed out: the command did not finish within its time limit of "
+            f"{limit:g} s (timeout_seconds) and its process group was killed; the code under "
+            f"test may never end{said}"
+        )
+        return Graded(0.0, detail, [check], extra)
+    if cases is None:
         passed = code == expected
         return Graded(1.0 if passed else 0.0, status + ("" if passed else said), [], extra)
-    summary, failures = counts
-    ran = summary["passed"] + summary["failed"] + summary["errors"]
-    checks = [{"name": "exit status", "passed": code == expected, "detail": status}, *failures]
-    detail = (
-        f"{summary['passed']} of {ran} test(s) passed ({summary['failed']} failed, "
-        f"{summary['errors']} error(s), {summary['skipped']} skipped and not counted); {status}"
-    )
-    return Graded(round(summary["passed"] / ran, 6), detail, checks, extra)
+    checks = [{"name": "exit status", "passed": code == expected, "detail": status}]
+    try:
+        score, detail, found = junit_score(cases, required, _junit_name(spec, folder, setting.out))
+    except GraderFault as fault:
+        raise GraderFault(_with_stderr(str(fault), folder, ctx), extra) from None
+    checks += [_redacted_check(check, ctx.redact) for check in found]
+    return Graded(score, f"{detail}; {status}", checks, extra)
+
+
+def _base_tests(
+    spec: Mapping[str, Any], ctx: GradeContext, setting: Setting, folder: Path
+) -> list[str]:
+    """The tests that ran (passed, failed or errored) when the command ran at the run's base
+    commit, before the seat's changes: `require_tests: base`. Its logs go to base/ in the
+    grader's folder; a command that cannot run there is a GraderFault."""
+    _clear_base(folder)  # the command ran with the grader's folder writable
+    base = folder / BASE_FOLDER
+    base.mkdir()
+    with post_run_workspace(setting, changes=False) as place:
+        junit = _junit_file(spec, place.cwd, base)
+        before = _stat(junit)
+        result = _run_command(spec, ctx, setting, place, base, {})
+        at = "at the base commit (require_tests: base)"
+        if not result.launched:
+            raise GraderFault(f"the command could not start {at}: {result.launch_error}")
+        if result.timed_out:
+            message = f"{at}, {_timeout_message(ctx.time_limit)}"
+            raise GraderFault(_with_stderr(message, base, ctx))
+        assert junit is not None  # (require_tests needs score_from: junit)
+        named = _junit_name(spec, base, setting.out)
+        try:
+            cases = _read_junit(named, junit, before, base)
+        except GraderFault as fault:
+            raise GraderFault(_with_stderr(f"{at}, {fault}", base, ctx)) from None
+    ran = [case.label for case in cases if case.outcome != "skipped"]
+    if not ran:
+        skipped = len(cases)
+        raise GraderFault(
+            f"{at}, the JUnit file {named} holds no test that ran ({skipped} skipped): "
+            "there is no test to require"
+        )
+    return ran
+
+
+def _redacted_check(check: Mapping[str, Any], redact: Callable[[str], str]) -> dict[str, Any]:
+    """A component check naming a test, with what it quotes replaced first, then cut: a
+    test's name and message may quote the prompt or a secret."""
+    shown: dict[str, Any] = {"name": tail_cut(redact(check["name"])), "passed": check["passed"]}
+    if "detail" in check:
+        shown["detail"] = tail_cut(redact(check["detail"]))
+    return shown
 
 
 def _junit_file(spec: Mapping[str, Any], cwd: Path, folder: Path) -> Path | None:
@@ -358,13 +509,9 @@ def _junit_name(spec: Mapping[str, Any], folder: Path, out: Path) -> str:
 
 
 def _read_junit(
-    named: str,
-    junit: Path,
-    before: tuple[int, int, int, int] | None,
-    folder: Path,
-    redact: Callable[[str], str],
-) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """The JUnit file's test counts and failed tests; a copy is kept in the grader's folder."""
+    named: str, junit: Path, before: tuple[int, int, int, int] | None, folder: Path
+) -> list[JUnitCase]:
+    """The JUnit file's test cases; a copy is kept in the grader's folder."""
     if _stat(junit) is None:
         raise GraderFault(f"the command wrote no JUnit file at {named}")
     if _stat(junit) == before:
@@ -375,7 +522,7 @@ def _read_junit(
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise GraderFault(f"cannot read the JUnit file {named}: {reason}") from None
     store.atomic_write_bytes(folder / JUNIT_COPY, data, durable=False)
-    return junit_counts(data, named, redact)
+    return junit_cases(data, named)
 
 
 def tail_cut(text: str, limit: int = 200) -> str:
@@ -387,11 +534,18 @@ def _local(tag: Any) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def junit_counts(
-    data: bytes, named: str, redact: Callable[[str], str] = as_is
-) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Passed, failed, errored and skipped test cases of a JUnit XML document, and a check per
-    failed one (the first FAILED_SHOWN); GraderFault when it is not JUnit XML or ran no test.
+@dataclass(frozen=True)
+class JUnitCase:
+    """One test case of a JUnit file."""
+
+    label: str  # `classname.name` (or the name alone): how checks and require_tests name it
+    name: str
+    outcome: str  # passed, failed, errors or skipped
+    message: str  # of its failure or error
+
+
+def junit_cases(data: bytes, named: str) -> list[JUnitCase]:
+    """The test cases of a JUnit XML document; GraderFault when it is not JUnit XML.
 
     Parsed with defusedxml: entity expansion and external references are refused.
     """
@@ -407,8 +561,7 @@ def junit_counts(
             f"the JUnit file {named} is not JUnit XML (its root is <{_local(root.tag)}>, "
             "not <testsuites> or <testsuite>)"
         )
-    summary = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
-    failures: list[dict[str, Any]] = []
+    cases: list[JUnitCase] = []
     for case in root.iter():
         if _local(case.tag) != "testcase":
             continue
@@ -421,25 +574,52 @@ def junit_counts(
             outcome = "skipped"
         else:
             outcome = "passed"
-        summary[outcome] += 1
-        if outcome in ("failed", "errors") and len(failures) < FAILED_SHOWN:
-            classname, name = case.get("classname"), case.get("name") or "?"
-            label = f"{classname}.{name}" if classname else name
-            message = next(
-                (c.get("message") or "" for c in case if _local(c.tag) in ("failure", "error")),
-                "",
-            )
-            # what a test printed may quote the prompt or a secret: replaced before the cut
-            check: dict[str, Any] = {"name": tail_cut(redact(label)), "passed": False}
-            word = "failed" if outcome == "failed" else "error"
-            check["detail"] = tail_cut(f"{word}: {redact(message)}") if message else word
-            failures.append(check)
-    if summary["passed"] + summary["failed"] + summary["errors"] == 0:
+        classname, name = case.get("classname"), case.get("name") or "?"
+        message = next(
+            (c.get("message") or "" for c in case if _local(c.tag) in ("failure", "error")), ""
+        )
+        label = f"{classname}.{name}" if classname else name
+        cases.append(JUnitCase(label, name, outcome, message))
+    return cases
+
+
+def junit_score(
+    cases: Sequence[JUnitCase], required: Sequence[str] | None, named: str
+) -> tuple[float, str, list[dict[str, Any]]]:
+    """The score (tests passed over tests run, required tests that did not run counted as
+    failed), the detail and a check per failed test and per required test that did not run
+    (the first FAILED_SHOWN of each, unredacted); GraderFault when nothing was measured.
+
+    A required name matches a test's `classname.name` or its name alone.
+    """
+    summary = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    failures: list[dict[str, Any]] = []
+    for case in cases:
+        summary[case.outcome] += 1
+        if case.outcome in ("failed", "errors") and len(failures) < FAILED_SHOWN:
+            word = "failed" if case.outcome == "failed" else "error"
+            detail = f"{word}: {case.message}" if case.message else word
+            failures.append({"name": case.label, "passed": False, "detail": detail})
+    missing: list[dict[str, Any]] = []
+    for name in dict.fromkeys(required or ()):
+        found = [case for case in cases if name in (case.label, case.name)]
+        if any(case.outcome != "skipped" for case in found):
+            continue
+        why = "skipped" if found else "not in the JUnit file"
+        missing.append({"name": name, "passed": False, "detail": f"required, did not run: {why}"})
+    ran = summary["passed"] + summary["failed"] + summary["errors"]
+    if ran + len(missing) == 0:
         raise GraderFault(
             f"the JUnit file {named} holds no test that ran ({summary['skipped']} skipped): "
             "nothing was measured"
         )
-    return summary, failures
+    counted = ran + len(missing)
+    lost = f", {len(missing)} required but not run" if required is not None else ""
+    detail = (
+        f"{summary['passed']} of {counted} test(s) passed ({summary['failed']} failed, "
+        f"{summary['errors']} error(s){lost}, {summary['skipped']} skipped and not counted)"
+    )
+    return round(summary["passed"] / counted, 6), detail, failures + missing[:FAILED_SHOWN]
 
 
 GRADER = GraderType(
@@ -448,6 +628,8 @@ GRADER = GraderType(
         "command": Field((list, str), required=True),
         "expected_exit": Field((int,), default=0),
         "score_from": Field((str,), default=None),
+        "timeout_is": Field((str,), default=TIMEOUT_FAILS),
+        "require_tests": Field((list, str), default=None),
     },
     _grade,
     _check,
