@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAKE_CLI, Project
+from conftest import FAKE_CLI, Project, alive
 
 from brigade.run import sandbox
 
@@ -286,3 +286,43 @@ def test_escape_sequences_a_seat_wrote_reach_no_terminal(project: Project) -> No
     assert "claude \\x1b]0;owned\\x07 \\x9b 9.9.9" in doctor.stdout, doctor.stdout
     no_controls(doctor.stdout)
     no_controls(doctor.stderr)
+
+
+# --- item 8: a process that leaves its seat's group, session and environment ----------
+
+ESCAPING_CHILD = """\
+import os, sys, time
+sys.stdin.read()
+pids = sys.argv[1] + "." + os.environ["BRIGADE_COORDINATE"].split(":")[0]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        # in a session of its own, without any BRIGADE_* variable, its parent gone: only
+        # its adoption by brigade still ties it to the seat; it starts a child of its own
+        script = f"sleep 300 & echo $$ $! > {pids}.tmp && mv {pids}.tmp {pids}; wait"
+        os.execve("/bin/sh", ["sh", "-c", script], {"PATH": "/usr/bin:/bin"})
+    os._exit(0)
+os.wait()
+while not os.path.exists(pids):
+    time.sleep(0.01)
+print("left something behind")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's")
+@pytest.mark.parametrize("front", ["brigade", "doit"])
+def test_a_setsid_child_without_brigade_variables_ends_with_its_cell(
+    project: Project, front: str
+) -> None:
+    pids = project.root / "escapee"
+    seat = script(project, "escape.py", ESCAPING_CHILD)
+    project.write_roster({"agent": {"cli": f"{seat} {pids}"}}, sandbox="off")
+    project.write_manifest([{"id": "one", "prompt": "x"}, {"id": "two", "prompt": "x"}])
+    done = project.run("-n", "2") if front == "brigade" else project.doit("-n", "2")
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {"one:agent:1": "unscored", "two:agent:1": "unscored"}
+    for case in ("one", "two"):
+        found = [int(pid) for pid in (pids.parent / f"{pids.name}.{case}").read_text().split()]
+        assert len(found) == 2
+        for pid in found:  # the escapee and its child: both ended with the run's cells
+            assert not alive(pid), (case, pid)

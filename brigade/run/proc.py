@@ -37,9 +37,15 @@ class _Live(NamedTuple):
 
     tag: tuple[str, str] | None  # the (variable, value) every process it starts carries
     confine: Confinement | None
+    # when its leader started (/proc's clock ticks since boot; None: not known here)
+    born: int | None = None
 
 
 _live_groups: dict[int, _Live] = {}
+# the short helpers running (git, --version): children of ours, never a seat's escapee
+_helpers: set[int] = set()
+# seats whose leader has exited and whose processes are being ended
+_ending: set[int] = set()
 # set when brigade itself is being stopped: seats killed then are not results
 stopping = threading.Event()
 
@@ -153,17 +159,23 @@ def run(
                     *options,
                     *command,
                 ]
-            proc = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=dict(env),
-                stdin=stdin,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=pass_fds,
-            )
+            adopting = become_subreaper()
+            # started and registered at once: a seat's end looking for escapees meanwhile
+            # never takes this new child of ours for one
+            with _live_lock:
+                proc = subprocess.Popen(
+                    command,
+                    cwd=cwd,
+                    env=dict(env),
+                    stdin=stdin,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=pass_fds,
+                )
+                born = _started_at(proc.pid) if adopting else None
+                _live_groups[proc.pid] = _Live(tag, confine, born)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv or env
             reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
             err.write(f"brigade: cannot launch {name}: {reason}\n".encode())
@@ -175,8 +187,6 @@ def run(
                 executable,
                 "binary_missing" if missing else None,
             )
-        with _live_lock:
-            _live_groups[proc.pid] = _Live(tag, confine)
         # A timer ends the group on time; the wait itself blocks in waitpid, so a
         # finished seat is noticed at once (Popen.wait(timeout) polls with sleeps
         # of up to 50 ms, which adds up over thousands of cells).
@@ -198,8 +208,11 @@ def run(
             _signal_group(proc.pid, signal.SIGKILL)
             if tag is not None:
                 end_stragglers(*tag, exact=True)
+            if born is not None:  # and what left both (setsid, its environment cleared)
+                end_escapees(since=born, ending=proc.pid)
             with _live_lock:
                 _live_groups.pop(proc.pid, None)
+                _ending.discard(proc.pid)
         timed_out = expiry.fired
         code = proc.returncode
         ran = status is None or code is None or code < 0 or _command_ran(status)
@@ -368,6 +381,7 @@ def terminate_all(grace: float = TERM_GRACE_SECONDS) -> None:
         _signal_group(pgid, signal.SIGKILL)
     for tag in tags:  # and what left the groups (setsid)
         end_stragglers(*tag, exact=True)
+    end_escapees()  # and what left them without its environment: every seat is ending
 
 
 def _terminate(pgid: int, confine: Confinement | None) -> None:
@@ -396,14 +410,8 @@ def _descendants(root: int) -> list[int]:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        # `pid (comm) state ppid ...`: comm may hold spaces and parentheses
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
+        fields = _stat(name)
+        if fields is not None and len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(int(name))
     found: list[int] = []
     pending = [root]
@@ -468,6 +476,145 @@ def _processes_with(needle: bytes) -> list[int]:
     return pids
 
 
+# prctl(2): PR_SET_CHILD_SUBREAPER
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper: list[bool] = []
+
+
+def become_subreaper() -> bool:
+    """Make this process the child subreaper of everything it starts (Linux), once.
+
+    A process whose parent exits is then adopted by this one rather than by init:
+    a seat's process that left the seat's group and session (setsid) and cleared
+    its environment (so `end_stragglers` cannot find it) is still a child of
+    brigade, found by `end_escapees`. Done when the first seat starts, never on a
+    no-op. Whether it holds (False: not on Linux, or refused).
+    """
+    with _live_lock:
+        if not _subreaper:
+            _subreaper.append(_set_subreaper())
+        return _subreaper[0]
+
+
+def _set_subreaper() -> bool:
+    if not sys.platform.startswith("linux") or not os.path.isdir("/proc/self"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _stat(pid: int | str) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after `(comm)`: state, ppid, pgrp, session, ...
+    (None when it is gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # `pid (comm) state ppid ...`: comm may hold spaces and parentheses
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _started_at(pid: int) -> int | None:
+    """When a process started, in /proc's clock ticks since boot (its stat's 22nd field)."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def _escapees() -> list[tuple[int, int, bool]]:
+    """(pid, start, zombie) of the children of this process that it did not start itself
+    and that live in another session than its own.
+
+    brigade starts every seat in a session of its own; a process brigade adopted
+    (as subreaper) that is not in brigade's session came from a seat: its parent
+    ended, and it had left its seat's group. What a library in brigade's own
+    process starts shares brigade's session, and brigade's own helpers are known.
+    """
+    me, session = os.getpid(), os.getsid(0)
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        fields = _stat(name)
+        if fields is None or len(fields) < 20 or int(fields[1]) != me:
+            continue
+        pid = int(name)
+        if pid in _live_groups or pid in _helpers or int(fields[3]) == session:
+            continue
+        found.append((pid, int(fields[19]), fields[0] == b"Z"))
+    return found
+
+
+def end_escapees(
+    *, since: int | None = None, ending: int | None = None, rounds: int = 20
+) -> list[int]:
+    """End the seat processes brigade adopted (see `_escapees`), with all they started.
+
+    With `since` (when the seat whose leader is `ending` started): only those started
+    since then that no other seat still running could have started, i.e. none started
+    after another running seat did (a process's parent is not known once it has been
+    adopted, so a parallel seat's own background process is left to that seat's end;
+    a seat whose leader exited is ending, not running).
+    Without: all of them (every seat is ending). Each is stopped first, then killed with
+    what it started, and reaped; an adopted process that already exited is reaped too.
+    Returns the pids killed.
+    """
+    ended: list[int] = []
+    if ending is not None:
+        with _live_lock:  # a seat ending too is not running: the two ends never wait on
+            _ending.add(ending)  # each other to end what may be the other's
+    for _ in range(rounds):  # again: what a killed one started is adopted in its turn
+        with _live_lock:
+            found = _escapees()
+            others = [
+                live.born
+                for pid, live in _live_groups.items()
+                if pid not in _ending and live.born is not None
+            ]
+        chosen = []
+        for pid, start, zombie in found:
+            if since is not None and (start < since or any(born <= start for born in others)):
+                continue
+            if zombie:
+                _reap(pid)
+            else:
+                chosen.append(pid)
+        if not chosen:
+            break
+        # stopped before they are killed: none forks while its tree is being read
+        victims = chosen + [child for pid in chosen for child in _descendants(pid)]
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in victims:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+        for pid in chosen:
+            _reap(pid, wait=True)
+        ended.extend(pid for pid in victims if pid not in ended)
+    return ended
+
+
+def _reap(pid: int, wait: bool = False) -> None:
+    """Collect an adopted child's exit status (a killed one: waiting up to a second)."""
+    deadline = time.monotonic() + (1.0 if wait else 0.0)
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done or time.monotonic() >= deadline:
+            return
+        time.sleep(0.005)
+
+
 def _leader_running(pgid: int) -> bool:
     """Whether a seat's leader (our child, pid == pgid) has not exited; it is not reaped.
 
@@ -517,20 +664,32 @@ def capture_bytes(
     try:
         with contextlib.ExitStack() as scope:
             sink = scope.enter_context(open(stdout_path, "wb")) if stdout_path else subprocess.PIPE
-            done = subprocess.run(
-                list(argv),
-                cwd=cwd,
-                input=stdin,
-                stdin=subprocess.DEVNULL if stdin is None else None,
-                stdout=sink,
-                stderr=subprocess.PIPE,
-                env=dict(env) if env is not None else None,
-                timeout=timeout,
-                start_new_session=True,
-            )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+            with _live_lock:  # registered as it starts (see run)
+                helper = subprocess.Popen(
+                    list(argv),
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                    stdout=sink,
+                    stderr=subprocess.PIPE,
+                    env=dict(env) if env is not None else None,
+                    start_new_session=True,
+                )
+                _helpers.add(helper.pid)
+            try:
+                out, err = helper.communicate(stdin, timeout=timeout)
+            except subprocess.TimeoutExpired as exc:
+                helper.kill()
+                helper.communicate()
+                return None, b"", str(exc)
+            finally:
+                if helper.returncode is None:  # (an exception while waiting)
+                    helper.kill()
+                    helper.wait()
+                with _live_lock:
+                    _helpers.discard(helper.pid)
+    except OSError as exc:
         return None, b"", str(exc)
-    return done.returncode, done.stdout or b"", done.stderr.decode("utf-8", "replace")
+    return helper.returncode, out or b"", (err or b"").decode("utf-8", "replace")
 
 
 def capture(
