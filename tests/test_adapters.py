@@ -814,8 +814,28 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         "echo": ECHO,
         "empty": ("", fault_of("empty_output", EMPTY), None),
         "plain": ("", None, own("agent_error", "No conversation found with session ID: 4f1c9b2e")),
+        "model": ("", fault_of("model_unavailable", out.claude_model_text("m-1")), None),
+        "args": ("", fault_of("cli_incompatible", "error: unknown option '--effort'"), None),
+        # Apr 24, 4am in Tokyo is 2027-04-23T19:00Z: 198 days, 9 hours after NOW
+        "extra": (
+            "",
+            fault_of(
+                "quota", "You're out of extra usage · resets Apr 24, 4am (Asia/Tokyo)", 17139600.0
+            ),
+            None,
+        ),
+        "unknown": ("", fault_of("unknown", "API Error: Request was aborted."), None),
     },
     "codex": {
+        "model": (
+            "",
+            fault_of(
+                "model_unavailable",
+                "stream disconnected before completion: The model `gpt-9` does not exist or you "
+                "do not have access to it.",
+            ),
+            None,
+        ),
         "success": OK,
         "turns": OK,
         "auth": ("", fault_of("auth", out.CODEX_AUTH), None),
@@ -865,6 +885,7 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         ),
     },
     "cursor": {
+        "messages": OK,
         "success": OK,
         "auth": (
             "",
@@ -905,7 +926,13 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         ),
         "echo": ECHO,
         "empty": ("", fault_of("empty_output", EMPTY), None),
-        "plain": PLAIN,
+        "model": (
+            "",
+            fault_of(
+                "model_unavailable", 'Error: AI Model Not Found Model name is not valid: "m-1"'
+            ),
+            None,
+        ),
     },
     "gemini": {
         "success": OK,
@@ -943,6 +970,14 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         ),
     },
     "qwen": {
+        "model": (
+            "",
+            fault_of(
+                "model_unavailable",
+                "[API Error: 404 The model `m-1` does not exist or you do not have access to it.]",
+            ),
+            None,
+        ),
         "success": OK,
         "auth": (
             "",
@@ -999,6 +1034,7 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         "plain": PLAIN,
     },
     "aider": {
+        "notices": OK,
         "success": OK,
         "auth": (
             "",
@@ -1055,7 +1091,11 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         ),
         "echo": ECHO,
         "empty": ("", fault_of("empty_output", EMPTY), None),
-        "plain": PLAIN,
+        "args": (
+            "",
+            fault_of("cli_incompatible", "aider: error: unrecognized arguments: --bogus"),
+            None,
+        ),
     },
     "goose": {
         "success": OK,
@@ -1133,7 +1173,14 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         "drop": ("", fault_of("transport_drop", "stream disconnected"), None),
         "echo": ECHO,
         "empty": ("", fault_of("empty_output", EMPTY), None),
-        "plain": PLAIN,
+        "model": (
+            "",
+            fault_of(
+                "model_unavailable",
+                'Error: Model "__invalid__" from --model flag is not available.',
+            ),
+            None,
+        ),
     },
     "ollama": {
         "success": OK,
@@ -1178,10 +1225,39 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         ),
         "echo": ECHO,
         "empty": ("", fault_of("empty_output", EMPTY), None),
-        "plain": PLAIN,
+        "model": (
+            "",
+            fault_of("model_unavailable", "Error: pull model manifest: file does not exist"),
+            None,
+        ),
     },
 }
 CASES = [(name, case) for name in ALL for case in SAMPLES[name]]
+NEWER_KINDS = {
+    "claude": {"model_unavailable", "cli_incompatible", "unknown"},
+    "codex": {"model_unavailable"},
+    "cursor": {"model_unavailable"},
+    "qwen": {"model_unavailable"},
+    "aider": {"cli_incompatible"},
+    "copilot": {"model_unavailable"},
+    "ollama": {"model_unavailable"},
+}
+
+
+def test_aider_reads_its_banner_after_other_lines() -> None:
+    reading = read("aider", "notices")
+    assert reading.final_text == out.ANSWER
+    assert reading.usage is not None
+    assert reading.usage.model == "anthropic/claude-sonnet-4-20250514"
+
+
+def test_cursor_answers_with_its_last_message_and_keeps_the_rest() -> None:
+    reading = read("cursor", "messages")
+    assert reading.final_text == out.ANSWER
+    said = [
+        e.text for e in reading.transcript or () if e.kind == "message" and e.role == "assistant"
+    ]
+    assert said == ["I'll read the README file", "Based on the README, I'll check it.", out.ANSWER]
 
 
 def test_every_adapter_has_samples_and_expectations() -> None:
@@ -1200,6 +1276,8 @@ def test_every_adapter_has_samples_and_expectations() -> None:
         }
         if name != "ollama":  # no usage limit of ollama's has been captured
             expected_kinds.add("quota")
+        # the kinds of newer samples, where each CLI's wording is known
+        expected_kinds |= NEWER_KINDS.get(name, set())
         assert kinds == expected_kinds, name
 
 
@@ -1976,7 +2054,8 @@ def test_classify_fault(message: str, kind: str | None) -> None:
         (500, "", "provider_5xx"),
         (408, "", "transport_drop"),
         (400, "Your credit balance is too low", "quota"),
-        (400, "invalid model name", None),
+        (400, "invalid model name", "model_unavailable"),
+        (404, "The model `m-1` does not exist", "model_unavailable"),
         (404, "not found", None),
         (None, "connection refused", "transport_drop"),
     ],

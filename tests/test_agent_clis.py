@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import cli_outputs
 from agents.cli_outputs import SAMPLES
-from agents.fake_cli import BINARIES, SCENARIOS, TRUST_REFUSALS, install
-from conftest import Project, alive, git_workspace
+from agents.fake_cli import ANSWERING, BINARIES, SCENARIOS, TRUST_REFUSALS, install
+from conftest import FAKE_CLI, Project, alive, git_workspace
 
 from brigade.adapters import adapter_for
 from brigade.adapters.base import SeatRequest
 from brigade.adapters.common import READ_ONLY_NOTICE
+from brigade.adapters.versions import incompatible_detail
 from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import FAILURE_REASONS
 from brigade.core.transcript import transcript_document
@@ -355,9 +357,13 @@ FAULTS = {
     "5xx": "provider_5xx",
     "drop": "transport_drop",
     "empty": "empty_output",
+    "model": "model_unavailable",
+    "args": "cli_incompatible",
+    "extra": "quota",
+    "unknown": "unknown",
 }
 # faults that stop their seat: each runs on a seat of its own (see test_every_cli_lasting_faults)
-LASTING = ("auth", "quota")
+LASTING = ("auth", "quota", "model", "args", "extra")
 TRICKY = "-starts with a dash\nthen \"double\" and 'single' quotes\n\ttab $HOME `tick` --flag"
 
 
@@ -393,12 +399,14 @@ def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> Non
         "prompt": cli_outputs.ECHO_PROMPT,
         "graders": [{"type": "exact_output", "expected": cli_outputs.ECHO_ANSWER}],
     }
-    skipped = ("echo", "turns", *LASTING)
+    skipped = ("echo", *ANSWERING, *LASTING)
     cases = [s for s in SCENARIOS if s in SAMPLES[name] and s not in skipped]
     answers = [ok, echo]
-    if "turns" in SAMPLES[name]:  # codex: a thread of several turns answers normally
+    # a codex thread of several turns, cursor's several messages, aider's notices before
+    # its banner: each answers normally
+    for shape in (s for s in ANSWERING if s in SAMPLES[name]):
         grader = {"type": "exact_output", "expected": "All good."}
-        answers.append({"id": "turns", "prompt": "SCENARIO:turns", "graders": [grader]})
+        answers.append({"id": shape, "prompt": f"SCENARIO:{shape}", "graders": [grader]})
     project.write_manifest(
         [*answers, *({"id": s, "prompt": f"SCENARIO:{s}"} for s in cases)], seats=("s",)
     )
@@ -469,7 +477,13 @@ def assert_reading(name: str, case: str, receipt: dict[str, Any], doc: dict[str,
     if case in FAULTS:
         assert reading.fault is not None, case
         assert (receipt["state"], receipt["fault"]["kind"]) == ("adapter_error", FAULTS[case])
-        assert receipt["fault"]["message"] == reading.fault.detail == receipt["failure_detail"]
+        message = reading.fault.detail
+        if reading.fault.kind == "cli_incompatible":
+            # the refusal, then which version refused which flag and what to do
+            adapter = adapter_for(fake_seat(name)["cli"])
+            version = f"{name} 1.2.3 (fake)"
+            message = incompatible_detail(adapter.name, adapter.min_version, version, message)
+        assert receipt["fault"]["message"] == message == receipt["failure_detail"]
         assert receipt.get("failure_reason") == FAILURE_REASONS.get(FAULTS[case]), case
         assert doc["fault"] == receipt["fault"]
         waits = reading.fault.retry_after_seconds is not None
@@ -503,7 +517,7 @@ def test_every_cli_lasting_faults(project: Project, tmp_path: Path, name: str) -
         assert doc["failure_kind"] == FAULTS[case]
         assert_reading(name, case, receipt, doc)
     summary = project.summary()
-    assert summary["fault_kinds"] == {case: 1 for case in lasting}
+    assert summary["fault_kinds"] == dict(Counter(FAULTS[case] for case in lasting))
     assert summary["counts"]["adapter_error"] == len(lasting)
     assert summary["trial_stats"]["by_seat"][lasting[0]]["scored"] == 0
 
@@ -570,3 +584,167 @@ def test_workspace_trust_refusal_is_an_adapter_error(
     assert outcome(refused) == ("adapter_error", None, "workspace_untrusted")
     run = json.loads(Path(refused["run_dir"], "run.json").read_text())
     assert run["failure_kind"] == "workspace_untrusted"
+
+
+# -- real CLIs of stated versions: fakes replaying tests/data/cli_samples ------------
+
+
+def install_versions(tmp_path: Path, **samples: str) -> Path:
+    """A folder holding, per adapter, a fake of the version a sample was captured from."""
+    folder = tmp_path / "versions"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, sample in samples.items():
+        install(folder, name, sample=sample)
+    return folder
+
+
+def test_a_cli_refusing_the_command_line_stops_its_seat(project: Project, tmp_path: Path) -> None:
+    """claude 1.0.30 has no --effort, gemini 0.6.1 no stream-json: cli_incompatible (exit 3),
+    never retried, the seat stopped at its first cell, the version and the flag named."""
+    folder = install_versions(
+        tmp_path, claude="claude-1.0.30-effort", gemini="gemini-0.6.1-stream-json"
+    )
+    project.write_roster(
+        {
+            "opus": {"cli": "claude", "model": "m-1", "reasoning": "high"},
+            "pro": {"cli": "gemini", "model": "m-1"},
+            "local": {"cli": FAKE_CLI},
+        }
+    )
+    cases = [{"id": f"c{n}", "prompt": "answer: ok"} for n in range(3)]
+    project.write_manifest(cases, seats=("opus", "pro", "local"))
+    done = project.run("--retries", "2", "--retry-backoff", "0", PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {
+        "c0:opus:1": "adapter_error",
+        "c0:pro:1": "adapter_error",
+        **{f"c{n}:local:1": "unscored" for n in range(3)},
+    }
+    claude = (
+        "error: unknown option '--effort' (claude 1.0.30 (Claude Code) refused --effort; "
+        "brigade's claude adapter needs 2.1.38 or newer: upgrade it; brigade doctor checks "
+        "every seat)"
+    )
+    gemini = (
+        'Invalid values: Argument: output-format, Given: "stream-json", Choices: "text", "json" '
+        "(gemini 0.6.1 refused --output-format; brigade's gemini adapter needs 0.11.3 or "
+        "newer: upgrade it; brigade doctor checks every seat)"
+    )
+    for seat, message in (("opus", claude), ("pro", gemini)):
+        receipt = project.receipt(f"c0:{seat}:1")
+        assert receipt["fault"] == {"kind": "cli_incompatible", "message": message}
+        assert "failure_reason" not in receipt
+        assert receipt["attempts_in_run"] == 1
+        run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
+        assert (run["failure_kind"], run["exit_code"]) == ("cli_incompatible", 1)
+    lines = done.stderr.splitlines()
+    assert lines[-2:] == [
+        f"brigade: seat opus stopped after a cli_incompatible fault: {claude}; 2 cells not started",
+        f"brigade: seat pro stopped after a cli_incompatible fault: {gemini}; 2 cells not started",
+    ]
+    assert project.summary()["fault_kinds"] == {"cli_incompatible": 2}
+    # doctor says so before any run: each version, and what the adapter needs
+    doctor = project.brigade("doctor", str(project.manifest), PATH=path_with(folder))
+    assert doctor.returncode == 1
+    rows = {line.split()[0]: line for line in doctor.stdout.splitlines()[:-1]}
+    assert rows["opus"].startswith(f"opus   OLD      {folder / 'claude'}  (1.0.30 (Claude Code); ")
+    assert "the claude adapter needs 2.1.38 or newer: upgrade it;" in rows["opus"]
+    assert "(0.6.1; the gemini adapter needs 0.11.3 or newer: upgrade it;" in rows["pro"]
+    assert "supported" not in rows["local"]  # an exec seat runs any program
+
+
+def test_a_newer_cli_is_supported_by_doctor(project: Project, tmp_path: Path) -> None:
+    folder = install_versions(tmp_path, claude="claude-2.1.38-ok", qwen="qwen-0.24.4-ok")
+    project.write_roster({"opus": {"cli": "claude"}, "coder": {"cli": "qwen"}})
+    project.write_manifest([{"id": "c", "prompt": "hi"}], seats=("opus", "coder"))
+    doctor = project.brigade("doctor", str(project.manifest), PATH=path_with(folder))
+    assert doctor.returncode == 0, doctor.stdout
+    rows = {line.split()[0]: line for line in doctor.stdout.splitlines()[:-1]}
+    assert "(2.1.38 (Claude Code); supported: 2.1.38 or newer;" in rows["opus"]
+    assert "(0.24.4; supported: 0.1.4 or newer;" in rows["coder"]
+
+
+def test_a_model_the_account_cannot_use_stops_its_seat(project: Project, tmp_path: Path) -> None:
+    """codex, qwen and claude answering a 404 for the model: model_unavailable, not retried
+    (codex's own retries said 'stream error'), the seat stopped; zero tokens cost zero."""
+    folder = install_versions(
+        tmp_path, codex="codex-0.44.0-404", qwen="qwen-0.7.1-404", claude="claude-2.1.38-404"
+    )
+    project.write_roster(
+        {name: {"cli": name, "model": "m-1"} for name in ("codex", "qwen", "claude")}
+    )
+    project.write_manifest(
+        [{"id": f"c{n}", "prompt": "hi"} for n in range(2)], seats=("codex", "qwen", "claude")
+    )
+    done = project.run("--retries", "2", "--retry-backoff", "0", PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {
+        f"c0:{name}:1": "adapter_error" for name in ("codex", "qwen", "claude")
+    }
+    for name in ("codex", "qwen", "claude"):
+        receipt = project.receipt(f"c0:{name}:1")
+        assert receipt["fault"]["kind"] == "model_unavailable", name
+        assert receipt["attempts_in_run"] == 1 and "failure_reason" not in receipt
+        assert f"seat {name} stopped after a model_unavailable fault: " in done.stderr
+    assert project.receipt("c0:codex:1")["fault"]["message"].startswith(
+        "unexpected status 404 Not Found: "
+    )
+    claude = project.receipt("c0:claude:1")
+    assert (claude["usage"]["cost_usd"], claude["usage"]["cost_source"]) == (0.0, "reported")
+    summary = project.summary()
+    assert summary["fault_kinds"] == {"model_unavailable": 3}
+    assert summary["by_seat"]["claude"]["usage_all_attempts"]["cells_cost_unknown"] == 0
+
+
+def test_codex_before_044_is_read(project: Project, tmp_path: Path) -> None:
+    """codex 0.42.0's `{"id", "msg"}` events: the answer and token_count usage; an error that
+    ends its task with exit 0 is still the fault it names."""
+    folder = install_versions(tmp_path, codex="codex-0.42.0-ok")
+    project.write_roster({"codex": {"cli": "codex", "model": "m-1", "reasoning": "high"}})
+    grader = {"type": "exact_output", "expected": "All good."}
+    project.write_manifest(
+        [{"id": "hi", "prompt": "Say hi", "graders": [grader]}], seats=("codex",)
+    )
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("hi:codex:1")
+    assert receipt["state"] == "accepted"
+    usage = receipt["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["model"]) == (1200, 4, "m-1")
+    run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
+    assert run["executable_version"] == "codex-cli 0.42.0"
+    transcript = json.loads(Path(receipt["run_dir"], "transcript.json").read_text())
+    assert transcript["entries"] == [{"kind": "message", "role": "assistant", "text": "All good."}]
+    # the same version meeting a model it cannot use: exit 0, an error event
+    failing = install_versions(tmp_path / "failing", codex="codex-0.42.0-404")
+    project.write_manifest([{"id": "gone", "prompt": "Say hi"}], seats=("codex",))
+    done = project.run(PATH=path_with(failing))
+    assert done.returncode == 3, done.stderr
+    gone = project.receipt("gone:codex:1")
+    assert (gone["state"], gone["exit_code"], gone["fault"]["kind"]) == (
+        "adapter_error",
+        0,
+        "model_unavailable",
+    )
+
+
+def test_an_unlabelled_claude_failure_is_never_the_seats(project: Project, tmp_path: Path) -> None:
+    """claude 1.0.30 labels nothing: an empty credit balance is still quota, at a known cost of
+    zero (every token count 0)."""
+    folder = install_versions(tmp_path, claude="claude-1.0.30-400")
+    project.write_roster({"opus": {"cli": "claude", "model": "claude-sonnet-4-6"}})
+    project.write_manifest([{"id": f"c{n}", "prompt": "hi"} for n in range(2)], seats=("opus",))
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    receipt = project.receipt("c0:opus:1")
+    assert (receipt["state"], receipt["fault"]) == (
+        "adapter_error",
+        {"kind": "quota", "message": "Credit balance is too low"},
+    )
+    assert receipt["usage"]["cost_usd"] == 0.0
+    seat = project.summary()["by_seat"]["opus"]
+    assert seat["usage_all_attempts"]["cells_cost_unknown"] == 0
+    assert done.stderr.splitlines()[-1] == (
+        "brigade: seat opus stopped after a quota fault: Credit balance is too low; "
+        "1 cell not started"
+    )

@@ -38,6 +38,9 @@ _NOTICES = re.compile(
     r"|The API provider |Insufficient credits with the API provider)"
 )
 
+# how far down aider's banner may start
+_BANNER_WITHIN = 20
+
 # litellm's exception classes, as aider prints them, and the fault each is
 _LITELLM_KINDS: dict[str, FaultKind | None] = {
     "AuthenticationError": "auth",
@@ -65,6 +68,9 @@ def _tokens(value: str | None) -> int | None:
 
 def _litellm_kind(name: str, message: str) -> FaultKind | None:
     by_text = classify_fault(message)
+    if by_text == "model_unavailable":
+        # a NotFoundError or BadRequestError about the model: the roster's, not the seat's
+        return by_text
     if name in _LITELLM_KINDS:
         kind = _LITELLM_KINDS[name]
         # a 429 for an empty balance, a 5xx that is an overload: the message is more precise
@@ -120,9 +126,18 @@ class AiderAdapter(AgentCli):
     def _parse(self, out: CliOutput) -> Parsed:
         lines = out.stdout.splitlines()
         start = 0
-        if lines and lines[0].startswith("Aider v"):
+        # aider may say things before its banner ("Analytics have been permanently
+        # disabled.", "Detected dumb terminal, ..." under TERM=dumb)
+        banner = next(
+            (i for i, line in enumerate(lines[:_BANNER_WITHIN]) if line.startswith("Aider v")),
+            None,
+        )
+        if banner is not None:
             # the banner ends at the blank line aider prints before the reply
-            start = next((i + 1 for i, line in enumerate(lines) if not line.strip()), len(lines))
+            start = next(
+                (i + 1 for i, line in enumerate(lines) if i > banner and not line.strip()),
+                len(lines),
+            )
         model = next((m["model"] for line in lines[:start] if (m := _MODEL.match(line))), None)
         usage_lines = [i for i, line in enumerate(lines) if _TOKENS.match(line)]
         usage = _usage(lines, usage_lines, model)

@@ -102,6 +102,9 @@ class Adapter(Protocol):
     """One agent CLI."""
 
     name: str
+    # the oldest version of the CLI that takes the command line the adapter builds (None:
+    # not known); `brigade doctor` warns below it
+    min_version: str | None
 
     @property
     def state_paths(self) -> tuple[str, ...]:

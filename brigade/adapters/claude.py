@@ -5,8 +5,11 @@ the same object `--output-format json` prints. Faults are read from it: the
 synthetic assistant message's `error` label (authentication_failed,
 billing_error, rate_limit, server_error...), the result's `api_error_status`,
 a rejected `rate_limit_event` (a plan limit, with its reset time) and the
-result `subtype` (a turn or budget limit is the seat's own failure). The text
-of an error result is never taken as the answer.
+result `subtype` (a turn or budget limit is the seat's own failure). An error
+result whose subtype is `success` is the CLI reporting a failed request (older
+builds label nothing): its text is classified, and when it names nothing the
+fault is `unknown`, never the seat's. The text of an error result is never
+taken as the answer.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ class ClaudeAdapter(AgentCli):
     """Claude Code in print mode (`claude -p`), prompt on stdin, stream-json events."""
 
     name = "claude"
+    # --effort (a seat's reasoning) came in 2.1.38; --strict-mcp-config is older
+    min_version: str | None = "2.1.38"
     binary = "claude"
     # ~/.claude.json is a file: the sandbox lets it be rewritten in place, not replaced
     state_paths = ("~/.claude", "~/.claude.json")
@@ -126,6 +131,11 @@ def parse_claude_stream(out: CliOutput) -> Parsed:
         )
     message = _error_message(result)
     found = _fault(events, result, message, out.now)
+    if found is None and subtype == "success":
+        # An error result that is no stop of the CLI's own: the request failed, and the
+        # text says nothing brigade can name (older builds label nothing). Still the
+        # apparatus's fault: only the CLI's own stop reasons are the seat's failures.
+        found = Fault(kind="unknown", detail=one_line(message or "the request failed"))
     if found is not None:
         return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
     stop = _OWN_STOPS.get(subtype, "agent_error")
@@ -188,7 +198,13 @@ def _fault(
         kind = kind_for_status(status or 400, text)
     elif status is not None:
         kind = kind_for_status(status, text)
-    elif result.get("terminal_reason") == "api_error" or label == "unknown":
+    elif (
+        result.get("terminal_reason") == "api_error"
+        or label == "unknown"
+        or result.get("subtype") == "success"
+    ):
+        # an error result of a request, unlabelled: what its text says (the reset time
+        # of a plan limit included)
         kind = classify_fault(text)
     else:
         kind = None
@@ -232,7 +248,8 @@ def _usage(result: dict[str, Any], init: dict[str, Any]) -> Usage:
         cache_write_tokens=cache_write,
         output_tokens=output,
         reasoning_tokens=thinking,
-        **reported_cost(result.get("total_cost_usd"), tokens_spent=bool(parts or output)),
+        # zero tokens and a zero cost is a known cost (a refused request costs nothing)
+        **reported_cost(result.get("total_cost_usd"), tokens_spent=bool(sum(parts) or output)),
         **rest,
     )
 

@@ -1,5 +1,8 @@
 """OpenAI Codex: `codex exec --json` (JSONL events), or a JSON-RPC session with its app-server.
 
+Codex before 0.44 printed other `exec --json` events (`{"id", "msg": {"type": ...}}`,
+`agent_message`, `token_count`, `error`): they are read too.
+
 `exec --json` carries no structured error kind: a failed turn's message (the
 provider's, as codex words it) is what tells an expired login from a usage
 limit. The app-server's errors carry `codexErrorInfo` (unauthorized,
@@ -48,6 +51,9 @@ class CodexAdapter(AgentCli):
     """
 
     name = "codex"
+    # exec --json, --skip-git-repo-check and --sandbox, checked with 0.42.0 (its events are
+    # read too)
+    min_version: str | None = "0.42.0"
     binary = "codex"
     state_paths = ("~/.codex",)
 
@@ -99,6 +105,8 @@ class CodexAdapter(AgentCli):
             return Parsed(final_text=out.stdout.strip())
         if any("method" in event or "result" in event for event in events):
             return _parse_app_server(events, out.now)
+        if any(isinstance(event.get("msg"), dict) for event in events):
+            return _parse_legacy_exec(events, out.now)
         return _parse_exec(events, out.now)
 
 
@@ -155,6 +163,57 @@ def _parse_exec(events: list[dict[str, Any]], now: float) -> Parsed:
         usage=usage,
         transcript=tuple(entries),
         reported=True,
+    )
+
+
+def _parse_legacy_exec(events: list[dict[str, Any]], now: float) -> Parsed:
+    """`codex exec --json` before 0.44: a config line, then `{"id", "msg": {"type", ...}}`
+    events; usage is the running total of the last `token_count`, an `error` ends the task
+    (exit 0) and `stream_error`s are its retries."""
+    text = ""
+    entries: list[Entry] = []
+    model: str | None = None
+    total: dict[str, Any] | None = None
+    error: str | None = None
+    commands: dict[str, Any] = {}
+    for event in events:
+        msg = event.get("msg")
+        if not isinstance(msg, dict):
+            if "prompt" not in event:
+                model = text_of(event.get("model")) or model  # the config summary line
+            continue
+        kind = msg.get("type")
+        if kind == "agent_message":
+            text = str(msg.get("message") or "")
+            error = None
+            entries.append(Entry(kind="message", role="assistant", text=text))
+        elif kind == "agent_reasoning" and text_of(msg.get("text")):
+            entries.append(Entry(kind="reasoning", text=msg["text"]))
+        elif kind == "token_count":
+            info = msg.get("info")
+            if isinstance(info, dict):
+                total = obj(info.get("total_token_usage")) or total
+            elif "input_tokens" in msg:  # the earliest builds: the counts themselves
+                total = msg
+        elif kind == "exec_command_begin":
+            commands[str(msg.get("call_id"))] = msg.get("command")
+        elif kind == "exec_command_end":
+            call_id = text_of(msg.get("call_id"))
+            output = msg.get("aggregated_output") or msg.get("stdout") or msg.get("stderr")
+            code = msg.get("exit_code")
+            item = {"command": commands.get(str(call_id), msg.get("command"))}
+            entries.extend(_shell(item, call_id, code, output))
+        elif kind == "error":
+            error = message_of(msg.get("message")) or "error"
+            entries.append(Entry(kind="error", text=error))
+        elif kind == "stream_error":
+            entries.append(Entry(kind="system", text=str(msg.get("message") or "")))
+    usage = _exec_usage(total, 0, None, model) if total is not None or model else None
+    if error is None:
+        return Parsed(final_text=text, usage=usage, transcript=tuple(entries), reported=bool(text))
+    found, own = _failed_turn(error, now)
+    return Parsed(
+        "", fault=found, own_failure=own, usage=usage, transcript=tuple(entries), reported=True
     )
 
 
@@ -240,6 +299,9 @@ _SERVER_OVERLOADED = -32001
 
 def _error_info_kind(info: Any, message: str) -> tuple[FaultKind | None, bool]:
     """The fault a codexErrorInfo names and whether it is the agent's own failure."""
+    if classify_fault(message) == "model_unavailable":
+        # codex wraps a refused model in whatever failed with it (a dropped stream)
+        return "model_unavailable", False
     if isinstance(info, str):
         name, detail = info, {}
     elif isinstance(info, dict) and len(info) == 1:

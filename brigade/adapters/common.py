@@ -51,6 +51,19 @@ DETAIL_LIMIT = 500
 # a 429 and a dropped stream, and the cause that does not go away by waiting wins.
 FAULT_PATTERNS: tuple[tuple[FaultKind, re.Pattern[str]], ...] = (
     (
+        # a model the account cannot use: before auth, whose "access" words it shares
+        "model_unavailable",
+        re.compile(
+            r"model\W{0,3}\s?\S*\W{0,3} does not exist|\bmodel_not_found\b"
+            r"|not_found_error\W+message\W+model:|issue with the selected model"
+            r"|models/\S+ is not found|model (?:name )?is not (?:valid|available|supported)"
+            r"|model not found|unknown model|invalid model|AI Model Not Found"
+            r"|from --model flag is not available|no such model"
+            r"|pull model manifest: file does not exist|model \S+ not found",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         "workspace_untrusted",
         re.compile(
             r"not inside a trusted directory|(?:workspace|folder|directory) (?:is )?not trusted"
@@ -69,7 +82,8 @@ FAULT_PATTERNS: tuple[tuple[FaultKind, re.Pattern[str]], ...] = (
             r"|api key not valid|incorrect api key"
             r"|no auth(?:entication)? (?:information|credentials)"
             r"|token (?:has )?(?:expired|been revoked|was revoked)|could not be refreshed"
-            r"|missing environment variable: `?\w*(?:key|token)|\b403\b|\bforbidden\b",
+            r"|missing environment variable: `?\w*(?:key|token)|\b403\b|\bforbidden\b"
+            r"|please set an auth method|no auth type is selected|configure an auth type",
             re.IGNORECASE,
         ),
     ),
@@ -151,7 +165,7 @@ def kind_for_status(status: int | None, message: str = "") -> FaultKind | None:
         # a refused request is the seat's own failure, unless the message says
         # it was the account (a 400 "credit balance is too low", a bad key)
         kind = classify_fault(message) if message else None
-        return kind if kind in ("auth", "quota") else None
+        return kind if kind in ("auth", "quota", "model_unavailable") else None
     return None
 
 
@@ -159,6 +173,46 @@ def one_line(text: str) -> str:
     """Text on one line, bounded in length (a fault or failure detail)."""
     line = " ".join(text.split())
     return line if len(line) <= DETAIL_LIMIT else line[: DETAIL_LIMIT - 3] + "..."
+
+
+# What the argument parser of each CLI prints when it refuses the command line
+# brigade built (an option or a value its version does not have), named by the
+# flag it refused: commander.js (claude, cursor-agent, copilot), yargs (gemini,
+# qwen, opencode), clap 4 and older (codex, goose), argparse (aider), cobra/pflag
+# (ollama). Matched on stderr only, where the parser writes before anything runs.
+_REFUSALS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"^error: unknown option '(?P<flag>[^']+)'.*$", re.MULTILINE),
+    re.compile(
+        r"^error: option '(?P<flag>-[^' ]+)[^']*' argument '[^']*' is invalid\..*$", re.MULTILINE
+    ),
+    re.compile(r"^error: (?:unknown command|too many arguments).*$", re.MULTILINE),
+    re.compile(r"^Unknown arguments?: (?P<flag>[^,\s]+).*$", re.MULTILINE),
+    re.compile(r"^Invalid values:\s+Argument: (?P<flag>[^,\s]+), Given: .*$", re.MULTILINE),
+    re.compile(r"^error: unexpected argument '(?P<flag>[^']+)' found.*$", re.MULTILINE),
+    re.compile(r"^error: Found argument '(?P<flag>[^']+)' which wasn't expected.*$", re.MULTILINE),
+    re.compile(r"^error: invalid value '[^']*' for '(?P<flag>-[^' ]+)[^']*'.*$", re.MULTILINE),
+    re.compile(r"^\S+: error: unrecognized arguments: (?P<flag>\S+).*$", re.MULTILINE),
+    re.compile(
+        r"^\S+: error: argument (?P<flag>-[^:/\s]+)[^:]*: invalid choice: .*$", re.MULTILINE
+    ),
+    re.compile(r"^Error: unknown (?:shorthand )?flag: '?(?P<flag>[^'\s]+)'?.*$", re.MULTILINE),
+    re.compile(r'^Error: invalid argument "[^"]*" for "(?P<flag>-[^"]+)" flag.*$', re.MULTILINE),
+)
+
+
+def refused_command_line(stderr: str) -> tuple[str, str | None] | None:
+    """The parser's refusal of brigade's command line on stderr, and the flag it names
+    (`--effort`), or None when stderr holds no such refusal."""
+    for pattern in _REFUSALS:
+        found = pattern.search(stderr)
+        if found is None:
+            continue
+        flag = found.groupdict().get("flag")
+        if flag and not flag.startswith("-"):
+            # yargs names the option without its dashes
+            flag = ("-" if len(flag) == 1 else "--") + flag
+        return found[0].strip(), flag
+    return None
 
 
 def error_report(stderr: str) -> str:
@@ -181,7 +235,8 @@ _RELATIVE = re.compile(
 _EPOCH = re.compile(r"limit reached\|(\d{9,11})\b", re.IGNORECASE)
 _CLOCK = re.compile(
     r"(?:resets|try again at|reset at)\s+(?:(?P<month>[A-Z][a-z]{2}) (?P<day>\d{1,2})"
-    r"(?:st|nd|rd|th)?,? (?P<year>\d{4}),? )?(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*"
+    r"(?:st|nd|rd|th)?,?(?: (?P<year>\d{4}),?)?(?: at)? )?"
+    r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*"
     r"(?P<half>[ap]\.?m\.?)(?:\s*\((?P<zone>[^)]+)\))?",
     re.IGNORECASE,
 )
@@ -206,18 +261,19 @@ def _wall_clock(match: re.Match[str], now: float) -> float | None:
     hour = int(match["hour"]) % 12 + (12 if match["half"].lower().startswith("p") else 0)
     minute = int(match["minute"] or 0)
     current = datetime.fromtimestamp(now, zone)
-    if match["year"]:
+    if match["month"]:
         month = match["month"].lower()
         if month not in _MONTHS:
             return None
-        target = datetime(
-            int(match["year"]),
-            _MONTHS.index(month) + 1,
-            int(match["day"]),
-            hour,
-            minute,
-            tzinfo=zone,
-        )
+        year = int(match["year"] or current.year)
+        try:
+            target = datetime(year, _MONTHS.index(month) + 1, int(match["day"]), hour, minute)
+            if not match["year"] and target.replace(tzinfo=zone) <= current:
+                # a date without a year is the next one to come ("resets Jan 2" in December)
+                target = target.replace(year=year + 1)
+        except ValueError:  # Feb 30, Feb 29 of a year without it
+            return None
+        target = target.replace(tzinfo=zone)
     else:
         target = current.replace(hour=hour, minute=minute, second=0, microsecond=0)
         if target <= current:  # a bare time is the next one to come
@@ -430,6 +486,10 @@ def judge(parsed: Parsed, out: CliOutput) -> Reading:
     if parsed.own_failure is not None:
         return reading()
     stderr = out.stderr if parsed.diagnostic is None else parsed.diagnostic
+    refused = None if parsed.reported else refused_command_line(stderr)
+    if out.exit_code != 0 and refused is not None:
+        # the CLI ran nothing: its parser refused an option of this version
+        return reading(Fault(kind="cli_incompatible", detail=one_line(refused[0])))
     line = "" if parsed.reported else error_report(stderr)
     if out.exit_code != 0:
         found = fault(classify_fault(line), line, out.now, retry_after(stderr, out.now))
@@ -462,6 +522,7 @@ class AgentCli:
     name: str
     binary: str
     state_paths: tuple[str, ...] = ()
+    min_version: str | None = None
 
     def invocation(self, request: SeatRequest) -> Invocation:
         """The command, stdin and environment for this seat and prompt."""

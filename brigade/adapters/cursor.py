@@ -1,8 +1,9 @@
 """Cursor Agent: `cursor-agent -p --output-format stream-json`, prompt after `--`.
 
 The stream carries the messages, the tool calls (`tool_call` started/completed)
-and a terminal `result` event whose `result` is the answer (every assistant
-text of the run joined, as json mode prints it). On a failure cursor-agent
+and a terminal `result` event whose `result` joins every assistant text of the
+run with no separator (as json mode prints it): the answer is the last assistant
+message, the whole run is in the transcript. On a failure cursor-agent
 writes `Error: ...` to stderr, exits non-zero and prints no result: that error
 report is all there is to read a fault from.
 """
@@ -81,7 +82,36 @@ class CursorAdapter(AgentCli):
         if result.get("is_error") or result.get("subtype") != "success":
             error = message_of(result.get("error")) or text or str(result.get("subtype"))
             return Parsed("", error=error, usage=usage, transcript=transcript, reported=True)
-        return Parsed(final_text=text, usage=usage, transcript=transcript, reported=True)
+        # the result joins every assistant text of the run with no separator ("...the
+        # fileBased on the README, ...Done!"): the answer is the last message, and the
+        # whole run stays in the transcript
+        last = _last_message(events)
+        answer_text = text if last is None else last
+        return Parsed(final_text=answer_text, usage=usage, transcript=transcript, reported=True)
+
+
+def _last_message(events: list[dict[str, Any]]) -> str | None:
+    """The text of the last assistant message that has any, or None."""
+    for event in reversed(events):
+        if event.get("type") != "assistant":
+            continue
+        content = obj(event.get("message")).get("content")
+        if isinstance(content, str):
+            blocks = [content]
+        else:
+            blocks = (
+                [
+                    str(block.get("text") or "")
+                    for block in content
+                    if isinstance(block, dict) and block.get("type") == "text"
+                ]
+                if isinstance(content, list)
+                else []
+            )
+        text = "".join(blocks)
+        if text.strip():
+            return text
+    return None
 
 
 def _usage(result: dict[str, Any], init: dict[str, Any]) -> Usage:

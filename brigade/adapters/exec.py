@@ -34,6 +34,7 @@ class ExecAdapter:
     """
 
     name = "exec"
+    min_version: str | None = None  # any program
     state_paths: tuple[str, ...] = ()  # a generic command: the seat's roster lists its own
 
     def __init__(self, command_line: str) -> None:

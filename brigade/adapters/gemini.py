@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from brigade.adapters.base import OwnFailure, OwnFailureKind, SeatRequest
@@ -85,6 +86,8 @@ class GeminiAdapter(AgentCli):
     """Gemini CLI in headless mode, prompt on stdin, stream-json events."""
 
     name = "gemini"
+    # --output-format stream-json: 0.10.0 has only text and json
+    min_version: str | None = "0.11.3"
     binary = "gemini"
     state_paths = ("~/.gemini",)
 
@@ -269,6 +272,8 @@ class QwenAdapter(AgentCli):
     """Qwen Code in headless mode, prompt on stdin, one JSON array of messages."""
 
     name = "qwen"
+    # --output-format json and --approval-mode, checked with 0.1.4 (its json document is read too)
+    min_version: str | None = "0.1.4"
     binary = "qwen"
     state_paths = ("~/.qwen",)
 
@@ -285,6 +290,11 @@ class QwenAdapter(AgentCli):
             message = _stderr_error(out.stderr) or "authentication failed (exit 41)"
             return Parsed("", fault=fault("auth", message, out.now), reported=True)
         results = [m for m in messages if m.get("type") == "result"]
+        legacy = next((m for m in messages if "response" in m and "type" not in m), None)
+        if not results and legacy is not None:
+            # before its message array (0.1.x), qwen printed gemini's json document
+            parsed = _parse_gemini_json(legacy, out)
+            return replace(parsed, usage=_qwen_stats_usage(obj(legacy.get("stats"))))
         if not results:
             if stop is not None:
                 detail = _stderr_error(out.stderr) or f"exited {code}"
@@ -366,23 +376,24 @@ def _last_text_is(messages: list[dict[str, Any]], text: str) -> bool:
     return False
 
 
+def _qwen_stats_usage(stats: dict[str, Any]) -> Usage | None:
+    """Usage from the per-model stats alone (the json document of qwen 0.1.x)."""
+    shares = _qwen_shares(obj(stats.get("models")))
+    if not shares:
+        return None
+    return Usage(
+        input_tokens=_sum(share.input_tokens for share in shares),
+        cached_input_tokens=_sum(share.cached_input_tokens for share in shares),
+        output_tokens=_sum(share.output_tokens for share in shares),
+        reasoning_tokens=_sum(share.reasoning_tokens for share in shares),
+        model=max(shares, key=lambda share: share.output_tokens or 0).model,
+        models=tuple(shares),
+    )
+
+
 def _qwen_usage(result: dict[str, Any], messages: list[dict[str, Any]]) -> Usage:
     raw = obj(result.get("usage"))
-    stats_models = obj(obj(result.get("stats")).get("models"))
-    shares: list[ModelUsage] = []
-    for name, model in stats_models.items():
-        tokens = obj(obj(model).get("tokens"))
-        thoughts = count(tokens.get("thoughts"))
-        candidates = count(tokens.get("candidates"))
-        shares.append(
-            ModelUsage(
-                model=name,
-                input_tokens=count(tokens.get("prompt")),
-                cached_input_tokens=count(tokens.get("cached")),
-                output_tokens=_plus(candidates, thoughts),
-                reasoning_tokens=thoughts,
-            )
-        )
+    shares = _qwen_shares(obj(obj(result.get("stats")).get("models")))
     thoughts_total = _sum(share.reasoning_tokens for share in shares)
     system = next((m for m in messages if m.get("type") == "system"), {})
     duration = result.get("duration_api_ms")
@@ -397,6 +408,24 @@ def _qwen_usage(result: dict[str, Any], messages: list[dict[str, Any]]) -> Usage
         session_id=text_of(result.get("session_id")) or text_of(system.get("session_id")),
         api_duration_seconds=duration / 1000 if isinstance(duration, (int, float)) else None,
     )
+
+
+def _qwen_shares(stats_models: dict[str, Any]) -> list[ModelUsage]:
+    shares: list[ModelUsage] = []
+    for name, model in stats_models.items():
+        tokens = obj(obj(model).get("tokens"))
+        thoughts = count(tokens.get("thoughts"))
+        candidates = count(tokens.get("candidates"))
+        shares.append(
+            ModelUsage(
+                model=name,
+                input_tokens=count(tokens.get("prompt")),
+                cached_input_tokens=count(tokens.get("cached")),
+                output_tokens=_plus(candidates, thoughts),
+                reasoning_tokens=thoughts,
+            )
+        )
+    return shares
 
 
 def _plus(a: int | None, b: int | None) -> int | None:

@@ -524,9 +524,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     With a manifest, checks the manifest's seats and the seats its judge graders
     name; with only --roster, every seat of the roster. One line per seat, then
     whether the filesystem sandbox works here (and why not); exit 1 when a seat
-    cannot launch (its program is missing, or it requires the sandbox and the
-    sandbox cannot run).
+    cannot launch (its program is missing or older than its adapter drives, or it
+    requires the sandbox and the sandbox cannot run).
     """
+    from brigade.adapters.versions import supported
     from brigade.core.plan import judge_seat_names
     from brigade.inputs.roster import load_roster
     from brigade.run.doctor import check_seat
@@ -554,9 +555,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if check.network
             else "; network: " + ("isolated" if check.sandboxed else "NOT isolated")
         )
-        status = "REFUSED" if check.refused else "ok     "
+        status = "REFUSED" if check.refused else "OLD    " if check.outdated else "ok     "
+        if check.outdated:
+            support = (
+                f"the {check.adapter} adapter needs {supported(check.min_version)}: upgrade it; "
+            )
+        elif check.adapter != "exec":  # any program runs as an exec seat
+            support = f"supported: {supported(check.min_version)}; "
+        else:
+            support = ""
         say(
-            f"{check.seat:<{width}}  {status}  {check.executable}  ({version}; "
+            f"{check.seat:<{width}}  {status}  {check.executable}  ({version}; {support}"
             f"read-only: {confined}; sandbox: {check.sandbox_mode}{network})"
         )
     say(sandbox_line())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from brigade.adapters import adapter_for
 from brigade.adapters.base import Adapter, SeatRequest
+from brigade.adapters.versions import older_than
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.errors import EnvironmentProblem
 from brigade.run import sandbox
@@ -33,6 +34,8 @@ class SeatCheck:
     sandbox_mode: SandboxMode = "auto"
     network: bool = True
     sandboxed: bool = False  # the sandbox works here and the seat uses it
+    adapter: str = ""  # the adapter's name
+    min_version: str | None = None  # the oldest version the seat's adapter drives
 
     @property
     def refused(self) -> bool:
@@ -40,9 +43,16 @@ class SeatCheck:
         return self.sandbox_mode == "required" and not self.sandboxed
 
     @property
+    def outdated(self) -> bool:
+        """Whether the CLI is older than the oldest version its adapter drives (its parser
+        would refuse brigade's command line: every cell a cli_incompatible fault)."""
+        return older_than(self.version, self.min_version)
+
+    @property
     def ok(self) -> bool:
-        """Whether the seat can run: its program was found (and a required sandbox works)."""
-        return self.executable is not None and not self.refused
+        """Whether the seat can run: its program was found, is not too old for its adapter
+        (and a required sandbox works)."""
+        return self.executable is not None and not self.refused and not self.outdated
 
 
 def probe_request(seat: SeatSpec, workspace: Path, writable: bool = False) -> SeatRequest:
@@ -94,6 +104,8 @@ def check_seat(seat: SeatSpec, workspace: Path) -> SeatCheck:
         sandbox_mode=mode,
         network=seat.network,
         sandboxed=mode != "off" and sandbox.availability().ok,
+        adapter=adapter.name,
+        min_version=adapter.min_version,
     )
 
 

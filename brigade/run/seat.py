@@ -17,6 +17,7 @@ from typing import Any
 
 from brigade.adapters import adapter_for
 from brigade.adapters.base import Adapter, Reading, SeatRequest
+from brigade.adapters.versions import incompatible_detail
 from brigade.core.clock import utc_now
 from brigade.core.identity import digest
 from brigade.core.plan import Cell
@@ -201,6 +202,7 @@ def execute_seat(
                 reading = adapter.read(
                     exit_code=result.exit_code, stdout=stdout, stderr=stderr, files=files
                 )
+                reading = _explain_refusal(adapter, job.seat, result.executable, reading)
             else:
                 reading = Reading(
                     final_text=stdout if result.launched else "",
@@ -293,6 +295,19 @@ def worktree_repo(workspace: Path, head: str | None, then: str = RETRY_SEAT) -> 
             f"commit {head} is not in the git checkout at {repo.toplevel} here ({then})"
         )
     return dataclasses.replace(repo, head=head)
+
+
+def _explain_refusal(
+    adapter: Adapter, seat: SeatSpec, executable: str | None, reading: Reading
+) -> Reading:
+    """A CLI that refused brigade's command line: its refusal, the version that refused which
+    flag and what to do, on one line (the fault's message)."""
+    found = reading.fault
+    if found is None or found.kind != "cli_incompatible" or adapter.version_argv(seat) is None:
+        return reading  # a program with no version to name (exec) says what it says
+    version = executable_version(adapter, seat, executable)
+    detail = incompatible_detail(adapter.name, adapter.min_version, version, found.detail)
+    return dataclasses.replace(reading, fault=dataclasses.replace(found, detail=detail))
 
 
 @dataclass(frozen=True)

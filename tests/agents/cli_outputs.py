@@ -11,6 +11,10 @@ Scenarios (not every CLI has every one):
 - success: the answer "All good." with usage (several model calls where the CLI
   reports them; claude's names two models)
 - auth / quota / rate / overloaded / 5xx / drop: the apparatus faults
+- model: a model that does not exist or the account may not use (model_unavailable)
+- args: the CLI's argument parser refused brigade's command line (cli_incompatible)
+- extra / unknown (claude): an error result labelled `success`, as older builds print
+  it: a plan limit with its reset time; a failure whose text names nothing
 - maxturns: the seat hit its own turn limit
 - echo: a normal answer that talks about 429, 401 and rate limits
 - empty: exit 0 without an answer
@@ -216,6 +220,33 @@ def claude_failure(text: str, label: str, status: int | None, *before: dict) -> 
     )
 
 
+def claude_model_text(model: str) -> str:
+    return (
+        f"There's an issue with the selected model ({model}). It may not exist or you may not "
+        "have access to it. Use --model to pick a different model."
+    )
+
+
+def claude_model_refused(model: str) -> str:
+    """What 2.1.38 printed for a model the API answered 404 not_found_error for."""
+    text = claude_model_text(model)
+    result = claude_result(text, is_error=True, stop_reason="stop_sequence")
+    del result["api_error_status"], result["terminal_reason"]
+    return jsonl(claude_init(), claude_api_error(text, "invalid_request"), result)
+
+
+def claude_unlabelled(text: str) -> str:
+    """A failed request as builds before the error labels print it (1.0.30 captured)."""
+    synthetic = claude_api_error(text, "unknown")
+    del synthetic["error"], synthetic["is_api_error_message"]
+    result = claude_result(text, is_error=True, stop_reason="stop_sequence")
+    for key in ("api_error_status", "terminal_reason", "permission_denials", "uuid"):
+        del result[key]
+    zero = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    result["usage"] = {**zero, "output_tokens": 0, "server_tool_use": {"web_search_requests": 0}}
+    return jsonl(claude_init(), synthetic, result)
+
+
 def claude_retry(status: int, error: str, attempt: int) -> dict[str, Any]:
     return {
         "type": "system",
@@ -329,6 +360,20 @@ CLAUDE: dict[str, Sample] = {
         ),
         "",
     ),
+    # the shape 2.1.38 prints for a model the API does not know (404 not_found_error):
+    # label invalid_request, no api_error_status (tests/data/cli_samples/claude-2.1.38-404)
+    "model": (1, claude_model_refused("m-1"), ""),
+    # the parser of a build older than --effort (tests/data/cli_samples/claude-1.0.30-effort)
+    "args": (1, "", "error: unknown option '--effort'\n"),
+    # a build that labels nothing (the 1.0.30 shape: a synthetic message without `error`,
+    # a result `success` with is_error, no status, no terminal_reason), with the plan
+    # limit users paste (anthropics/claude-code#42654, #22603: "resets Apr 24, 4am (zone)")
+    "extra": (
+        1,
+        claude_unlabelled("You're out of extra usage · resets Apr 24, 4am (Asia/Tokyo)"),
+        "",
+    ),
+    "unknown": (1, claude_unlabelled("API Error: Request was aborted."), ""),
     "echo": (0, claude_answer(ECHO_ANSWER), ""),
     "empty": (0, jsonl(claude_init(), claude_result("", num_turns=1)), ""),
     # recorded (claude 2.1.268): a run the CLI itself could not carry out
@@ -475,6 +520,15 @@ CODEX: dict[str, Sample] = {
         ),
         "",
     ),
+    # a model the account cannot use, wrapped in the dropped stream it failed with
+    "model": (
+        1,
+        codex_failure(
+            "stream disconnected before completion: The model `gpt-9` does not exist or you "
+            "do not have access to it."
+        ),
+        "",
+    ),
     "echo": (0, codex_answer(ECHO_ANSWER), ""),
     "empty": (0, codex_answer(""), ""),
     # the agent's own failure: its context ran out
@@ -494,8 +548,18 @@ CODEX: dict[str, Sample] = {
 CURSOR_SESSION = "c6b62c6f-7ead-4fd6-9922-e952131177ff"
 
 
-def cursor_answer(text: str) -> str:
+def cursor_answer(text: str, *before: str) -> str:
+    """A run whose last assistant message is text, after the messages `before` (the result
+    joins them all with no separator, as cursor-agent prints it)."""
     base = {"session_id": CURSOR_SESSION}
+    said = [
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": line}]},
+            **base,
+        }
+        for line in before
+    ]
     return jsonl(
         {
             "type": "system",
@@ -538,6 +602,7 @@ def cursor_answer(text: str) -> str:
             },
             **base,
         },
+        *said,
         {
             "type": "assistant",
             "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
@@ -550,7 +615,7 @@ def cursor_answer(text: str) -> str:
             "duration_api_ms": 5234,
             "is_error": False,
             # json mode and the result event join every assistant text of the run
-            "result": text,
+            "result": "".join((*before, text)),
             "session_id": CURSOR_SESSION,
             "request_id": "10e11780-df2f-45dc-a1ff-4540af32e9c0",
             "usage": {
@@ -565,6 +630,13 @@ def cursor_answer(text: str) -> str:
 
 CURSOR: dict[str, Sample] = {
     "success": (0, cursor_answer(ANSWER), ""),
+    # several messages, as users paste the joined result ("...the fileBased on the
+    # README, I'll...Done!"): the answer is the last one
+    "messages": (
+        0,
+        cursor_answer(ANSWER, "I'll read the README file", "Based on the README, I'll check it."),
+        "",
+    ),
     # recorded wording; cursor prints no JSON on a failure
     "auth": (
         1,
@@ -590,7 +662,7 @@ CURSOR: dict[str, Sample] = {
     "drop": (1, "", "Error: ConnectError: [aborted] read ECONNRESET\n"),
     "echo": (0, cursor_answer(ECHO_ANSWER), ""),
     "empty": (0, cursor_answer(""), ""),
-    "plain": (1, "", 'Error: AI Model Not Found Model name is not valid: "m-1"\n'),
+    "model": (1, "", 'Error: AI Model Not Found Model name is not valid: "m-1"\n'),
 }
 
 
@@ -911,6 +983,12 @@ QWEN: dict[str, Sample] = {
     ),
     "5xx": (0, qwen_api_error("500 The server had an error while processing your request."), ""),
     "drop": (0, qwen_api_error("Connection error."), ""),
+    # as 0.7.1 printed it (tests/data/cli_samples/qwen-0.7.1-404)
+    "model": (
+        0,
+        qwen_api_error("404 The model `m-1` does not exist or you do not have access to it."),
+        "",
+    ),
     # the turn limit exits 53 from inside the loop: no array is printed
     "maxturns": (
         53,
@@ -1113,6 +1191,14 @@ def aider_error(*lines: str) -> str:
 
 AIDER: dict[str, Sample] = {
     "success": (0, aider_answer(ANSWER), ""),
+    # lines aider 0.86.2 prints before its banner (aider/main.py: analytics-disable set in
+    # a config file; aider/io.py: TERM=dumb)
+    "notices": (
+        0,
+        "Analytics have been permanently disabled.\n"
+        "Detected dumb terminal, disabling fancy input and pretty output.\n" + aider_answer(ANSWER),
+        "",
+    ),
     # recorded (issue Aider-AI/aider#3802); aider exits 0 whatever happened
     "auth": (
         0,
@@ -1169,7 +1255,8 @@ AIDER: dict[str, Sample] = {
     ),
     "echo": (0, aider_answer(ECHO_ANSWER), ""),
     "empty": (0, aider_answer(""), ""),
-    "plain": (2, "", "aider: error: unrecognized arguments: --bogus\n"),
+    # argparse refusing an option this version does not have
+    "args": (2, "", "aider: error: unrecognized arguments: --bogus\n"),
 }
 
 
@@ -1482,7 +1569,7 @@ COPILOT: dict[str, Sample] = {
     "drop": (1, copilot_error({"errorType": "query", "message": "stream disconnected"}), ""),
     "echo": (0, copilot_answer(ECHO_ANSWER), ""),
     "empty": (0, copilot_answer(""), ""),
-    "plain": (1, "", 'Error: Model "__invalid__" from --model flag is not available.\n'),
+    "model": (1, "", 'Error: Model "__invalid__" from --model flag is not available.\n'),
 }
 
 
@@ -1522,7 +1609,7 @@ OLLAMA: dict[str, Sample] = {
     "drop": (1, "", "Error: could not connect to ollama server, run 'ollama serve' to start it\n"),
     "echo": (0, f"{ECHO_ANSWER}\n\n", OLLAMA_STATS),
     "empty": (0, "\n\n", OLLAMA_STATS),
-    "plain": (1, "", "Error: pull model manifest: file does not exist\n"),
+    "model": (1, "", "Error: pull model manifest: file does not exist\n"),
 }
 
 

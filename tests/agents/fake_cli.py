@@ -11,6 +11,11 @@ their trust flag); anything else succeeds with "All good.". $FAKE_CLI_SCENARIO
 (a seat's `env`) picks the answer for every prompt instead.
 With FAKE_CLI_STATE set it also keeps the session in the CLI's state folder,
 as the real one does (failing if it cannot).
+
+`install(folder, name, sample=NAME)` installs instead a fake of the version a
+sample of tests/data/cli_samples/ was captured from: it prints that version's
+`--version` line, and for any other command line that sample's exact output
+and exit code (what the real CLI of that version printed).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+CLI_SAMPLES = HERE.parent / "data" / "cli_samples"
 
 BINARIES = {
     "claude": "claude",
@@ -49,7 +56,15 @@ SCENARIOS = (
     "empty",
     "plain",
     "turns",
+    "model",
+    "args",
+    "extra",
+    "unknown",
+    "messages",
+    "notices",
 )
+# scenarios that answer normally ("All good."), each in a shape of its own
+ANSWERING = ("turns", "messages", "notices")
 
 # CLIs that refuse to work in a workspace they do not trust, what they print, and
 # the flag that tells them to go ahead (the adapters pass it; `SCENARIO:untrusted`
@@ -63,24 +78,49 @@ TRUST_REFUSALS = {
 }
 
 
-def install(folder: Path, name: str) -> Path:
-    """Write the fake for adapter `name` into folder; its path."""
+def install(folder: Path, name: str, sample: str | None = None) -> Path:
+    """Write the fake for adapter `name` into folder (of the version `sample` was
+    captured from, when given); its path."""
     path = folder / BINARIES[name]
     # installed with its modules beside it, as a real CLI's install is self-contained
     # (a sandboxed seat sees the program's folder, not this checkout's tests/)
     package = folder / "fake_cli_modules" / "agents"
     if not package.is_dir():
         shutil.copytree(HERE, package, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(CLI_SAMPLES, package / "cli_samples")
     path.write_text(
         f"#!{sys.executable}\n"
         "import os, sys\n"
         "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "
         "'fake_cli_modules'))\n"
         "from agents.fake_cli import main\n"
-        f"sys.exit(main({name!r}))\n"
+        f"sys.exit(main({name!r}, {sample!r}))\n"
     )
     path.chmod(0o755)
     return path
+
+
+def load_sample(name: str, folder: Path = CLI_SAMPLES) -> dict[str, Any]:
+    """A captured sample of tests/data/cli_samples/ (see its README.md)."""
+    sample: dict[str, Any] = json.loads((folder / f"{name}.json").read_text())
+    return sample
+
+
+def _replay(name: str, sample: str, args: list[str]) -> int:
+    """Be the version `sample` was captured from: its version line, or its output."""
+    doc = load_sample(sample, HERE / "cli_samples")
+    assert doc["cli"] == name, (doc["cli"], name)
+    if args == ["--version"]:
+        print(doc["version_output"])
+        return 0
+    stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    call = {"argv": args, "stdin": stdin, "sample": sample}
+    with open(sys.argv[0] + ".calls.jsonl", "a") as handle:
+        handle.write(json.dumps(call) + "\n")
+    sys.stdout.write(doc["stdout"])
+    sys.stderr.write(doc["stderr"])
+    code: int = doc["exit_code"]
+    return code
 
 
 def _option(args: list[str], *names: str) -> str | None:
@@ -106,10 +146,12 @@ def prompt_of(name: str, args: list[str], stdin: str) -> str | None:
     return stdin
 
 
-def main(name: str) -> int:
+def main(name: str, sample: str | None = None) -> int:
     from agents.cli_outputs import SAMPLES
 
     args = sys.argv[1:]
+    if sample is not None:
+        return _replay(name, sample, args)
     if args == ["--version"]:
         print(f"{name} 1.2.3 (fake)")
         return 0
