@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Project
+from conftest import FAKE_CLI, REPO, Project
 from test_progress import masked
 from test_schedule import Recorder, cell, scheduler
 
-from brigade.core.accounting import attempt_cost
+from brigade.core.accounting import model_runs
+from brigade.core.receipts import ReceiptView
 from brigade.core.usage import Price
 from brigade.run.budget import Budget
 from brigade.run.schedule import Limits
@@ -18,85 +19,140 @@ from brigade.run.schedule import Limits
 PRICES = {"m-1": Price(input_per_mtok=1.0, output_per_mtok=2.0)}
 
 
-def receipt(
-    attempt: int, spent: dict[int, Any], graders: tuple[dict[str, Any], ...] = ()
-) -> dict[str, Any]:
-    return {
-        "cell_id": "c" * 64,
-        "state": "accepted",
-        "attempt": attempt,
-        "attempts_usage": [{"attempt": n, "usage": usage} for n, usage in spent.items()],
-        "graders": list(graders),
-    }
+def judge_result(usage: Any = None, exit_code: int | None = 0, **extra: Any) -> dict[str, Any]:
+    result = {"grader_type": "judge", "status": "scored", "exit_code": exit_code, **extra}
+    if usage is not None:
+        result["usage"] = usage
+    return result
 
 
-def test_an_attempt_s_cost_is_its_own_seat_run_and_judges() -> None:
-    earlier = {"cost_usd": 5.0, "cost_source": "reported"}
-    seat = {"cost_usd": 0.25, "cost_source": "priced"}
-    judge = {"input_tokens": 1_000_000, "output_tokens": 0, "model": "m-1"}
-    assert attempt_cost(receipt(2, {1: earlier, 2: seat}), PRICES) == 0.25
-    assert attempt_cost(receipt(2, {1: earlier, 2: seat}, ({"usage": judge},)), PRICES) == 1.25
-    # a grader that calls no model has no usage; one whose usage is null spent nothing known
-    assert attempt_cost(receipt(1, {1: seat}, ({"passed": True}, {"usage": None})), {}) == 0.25
+JUDGE = {"type": "judge", "seat": "critic", "rubric": "r", "judge_seat": {"model": "m-1"}}
 
 
-def test_an_attempt_whose_seat_never_launched_cost_nothing() -> None:
-    assert attempt_cost(receipt(2, {1: {"cost_usd": 1.0}}), {}) == 0.0
+def test_what_each_judge_that_ran_cost() -> None:
+    known = {"input_tokens": 1_000_000, "output_tokens": 0}  # priced as its seat's model
+    specs = [JUDGE, {"type": "exact_output"}, {**JUDGE, "seat": "other"}, JUDGE, JUDGE]
+    results = [
+        judge_result(known),
+        {"grader_type": "exact_output", "status": "scored", "score": 1.0},
+        judge_result(None),  # an exec judge that reported no usage: it ran, cost unknown
+        judge_result(None, exit_code=None, status="grader_error"),  # never started
+        judge_result({"cost_usd": 0.5, "cost_source": "reported"}),
+    ]
+    assert model_runs(specs, results, PRICES) == [
+        ("critic", 1.0),
+        ("other", None),
+        ("critic", 0.5),
+    ]
+    # a result reused from an earlier grading ran nothing here
+    assert model_runs(specs, results, PRICES, skip={0, 4}) == [("other", None)]
 
 
-@pytest.mark.parametrize(
-    "spent",
-    [
-        {1: None},  # the CLI reported nothing
-        {1: {"input_tokens": 10, "output_tokens": 1, "cost_source": "unknown"}},  # no price
-        {1: {"cost_usd": "lots"}},  # a receipt edited by hand
-    ],
-)
-def test_an_unknown_cost_is_unknown_never_zero(spent: dict[int, Any]) -> None:
-    assert attempt_cost(receipt(1, spent), {}) is None
+def test_the_summary_counts_a_judge_without_usage_as_unknown() -> None:
+    view = ReceiptView.of(
+        {
+            "cell_id": "c" * 64,
+            "state": "accepted",
+            "grader_specs": [JUDGE, JUDGE],
+            "graders": [judge_result({"input_tokens": 5, "output_tokens": 1}), judge_result()],
+        }
+    )
+    assert view.grader_usage == ({"input_tokens": 5, "output_tokens": 1, "model": "m-1"}, None)
 
 
-def test_a_judge_of_unknown_cost_makes_the_attempt_s_cost_unknown() -> None:
-    judged = receipt(1, {1: {"cost_usd": 0.5}}, ({"usage": {"output_tokens": 3}},))
-    assert attempt_cost(judged, {}) is None
-
-
-def test_the_budget_stops_launching_once_reached_and_says_what_was_spent() -> None:
+def test_the_budget_keeps_back_the_run_that_would_pass_the_cap() -> None:
     recorder = Recorder()
-    sched = scheduler(Limits(total=2), recorder)
-    budget = Budget(1.0, {}, sched)
+    sched = scheduler(Limits(total=1), recorder)
+    budget = Budget(1.0)
+    budget.attach(sched)
     for n in range(5):
         sched.add(cell("a", n))
-    first, second = recorder.started
-    sched.finished(first, receipt(1, {1: {"cost_usd": 0.6}}))
-    third = recorder.started[2]
-    sched.finished(third, receipt(1, {1: None}))
-    assert not sched.any_stopped
-    sched.finished(second, receipt(1, {1: {"cost_usd": 0.4}}))
-    assert sched.any_stopped
-    assert recorder.names() == ["c0:a:1#1", "c1:a:1#1", "c2:a:1#1", "c3:a:1#1"]
-    # a run in flight when the budget stopped is recorded and counted too
-    fourth = recorder.started[3]
-    sched.finished(fourth, receipt(1, {1: {"cost_usd": 0.3}}))
+    for cost in (0.3, None, 0.4):
+        job = recorder.started[-1]
+        budget.record(job.cell.cell_id, ("a", cost), [])
+        sched.finished(job, {"cell_id": job.cell.cell_id, "state": "unscored"})
+    # 0.7 spent; the next is expected to cost the most a run of the seat cost (0.4): 1.1
+    assert recorder.names() == ["c0:a:1#1", "c1:a:1#1", "c2:a:1#1"]
     sched.drain(lambda state, receipt: None)
-    assert (budget.runs, budget.unknown, round(budget.spent, 6)) == (4, 1, 1.3)
-    assert sched.lines() == [
-        "stopped launching: the budget of $1.0000 was reached: $1.3000 spent by 4 seat runs "
-        "of this run, 1 of them of unknown cost (not counted); 1 cell not started"
+    assert (budget.seat_runs, budget.unknown, round(budget.spent, 6)) == (3, 1, 0.7)
+    assert budget.lines() == [
+        "stopped launching: the budget of $1.0000 was reached: $0.7000 spent by 3 seat runs "
+        "of this run, 1 of them of unknown cost (not counted); the next would cost about "
+        "$0.4000, past the cap; 2 cells not started"
+    ]
+
+
+def test_runs_in_flight_count_with_what_they_are_expected_to_cost() -> None:
+    recorder = Recorder()
+    sched = scheduler(Limits(total=2), recorder)
+    budget = Budget(1.0)
+    budget.attach(sched)
+    for n in range(6):
+        sched.add(cell("a", n))
+    first, second = recorder.started
+    budget.record(first.cell.cell_id, ("a", 0.3), [])
+    sched.finished(first, {"cell_id": first.cell.cell_id, "state": "unscored"})
+    # 0.3 spent, c1 in flight (nothing known when it started), c2 expected at 0.3
+    assert len(recorder.started) == 3
+    budget.record(second.cell.cell_id, ("a", 0.3), [])
+    sched.finished(second, {"cell_id": second.cell.cell_id, "state": "unscored"})
+    # 0.6 spent and c2 in flight at 0.3: c3 (0.3 more) would make 1.2
+    assert len(recorder.started) == 3
+    assert budget.kept == {"start": 3, "retry": 0, "regrade": 0}
+
+
+def test_a_reached_cap_drops_retries_waiting_for_their_backoff() -> None:
+    from brigade.core.specs import RetryPolicy
+
+    recorder = Recorder()
+    policy = RetryPolicy(max_retries=2, backoff_seconds=600.0)
+    sched = scheduler(Limits(total=2), recorder, {"a": policy})
+    budget = Budget(1.0)
+    budget.attach(sched)
+    for n in range(2):
+        sched.add(cell("a", n))
+    first, second = recorder.started
+    budget.record(first.cell.cell_id, ("a", 0.2), [])
+    failed = {"cell_id": first.cell.cell_id, "state": "adapter_error"}
+    sched.finished(first, {**failed, "fault": {"kind": "rate_limited", "message": "m"}})
+    assert sched.busy  # its retry waits for the backoff
+    budget.record(second.cell.cell_id, ("a", 0.9), [])  # 1.1: the cap is reached
+    sched.finished(second, {"cell_id": second.cell.cell_id, "state": "unscored"})
+    sched.drain(lambda state, receipt: None)  # (no waiting out the backoff)
+    assert budget.kept == {"start": 0, "retry": 1, "regrade": 0}
+    assert budget.lines()[0].endswith("; 1 retry not made")
+
+
+def test_gradings_without_judges_are_free_and_judges_are_expected_as_they_cost() -> None:
+    budget = Budget(2.5)
+    plain = cell("a", 0)
+    judged = plain._replace(graders=({"type": "judge", "seat": "critic"},))
+    for _ in range(2):
+        assert budget.admit(judged, seat=False)
+        budget.record(judged.cell_id, None, [("critic", 1.0)])
+    assert not budget.admit(judged, seat=False)  # 2.0 spent, 1.0 more would pass 2.5
+    assert budget.admit(plain, seat=False)  # a grading that runs no model costs nothing
+    assert not budget.admit(judged, seat=False, kept="regrade")
+    assert budget.lines() == [
+        "stopped launching: the budget of $2.5000 was reached: $2.0000 spent by 2 judge runs "
+        "of this run; the next would cost about $1.0000, past the cap; 1 cell not started, "
+        "1 cell not regraded"
     ]
 
 
 def test_unknown_costs_never_reach_the_budget() -> None:
     recorder = Recorder()
     sched = scheduler(Limits(total=1), recorder)
-    budget = Budget(0.01, {}, sched)
+    budget = Budget(0.01)
+    budget.attach(sched)
     for n in range(3):
         sched.add(cell("a", n))
     for n in range(3):
         job = recorder.started[n]
-        sched.finished(job, receipt(1, {1: None}))
-    assert not sched.any_stopped
-    assert (budget.runs, budget.unknown, budget.spent) == (3, 3, 0.0)
+        budget.record(job.cell.cell_id, ("a", None), [])
+        sched.finished(job, {"cell_id": job.cell.cell_id, "state": "unscored"})
+    assert not budget.kept_back
+    assert (budget.seat_runs, budget.unknown, budget.spent) == (3, 3, 0.0)
 
 
 # -- end to end -------------------------------------------------------------------------
@@ -139,15 +195,16 @@ def test_a_run_stops_launching_at_its_budget(project: Project, front: str) -> No
     else:
         done = project.run()
     assert done.returncode == 3, done.stderr
-    assert project.states() == {"c0:agent:1": "unscored", "c1:agent:1": "unscored"}
+    # a second run of $0.02 would pass the cap: it is not launched
+    assert project.states() == {"c0:agent:1": "unscored"}
     assert headline_and_notes(masked(done.stderr)) == [
-        "brigade: 4 cells: unscored 2, missing 2 -> incomplete (exit 3); <t>; report: "
+        "brigade: 4 cells: unscored 1, missing 3 -> incomplete (exit 3); <t>; report: "
         f"{project.out / 'report' / 'index.html'}",
-        "brigade: stopped launching: the budget of $0.0300 was reached: $0.0400 spent by 2 seat "
-        "runs of this run; 2 cells not started",
+        "brigade: stopped launching: the budget of $0.0300 was reached: $0.0200 spent by 1 seat "
+        "run of this run; the next would cost about $0.0200, past the cap; 3 cells not started",
     ]
     # the budget counts this run only: the next one runs the cells left unfinished
-    again = project.run("--max-cost", "0.03")
+    again = project.run("--max-cost", "0.1")
     assert again.returncode == 0, again.stderr
     assert set(project.states().values()) == {"unscored"} and len(project.states()) == 4
 
@@ -158,7 +215,7 @@ def test_the_command_line_overrides_the_manifest_s_budget_which_overrides_the_ro
     four_cells(project, manifest={"max_cost": 0.05}, max_cost=0.01)
     done = project.run()
     assert done.returncode == 3, done.stderr
-    assert len(project.states()) == 3
+    assert len(project.states()) == 2
     assert "the budget of $0.0500 was reached" in done.stderr
     # a new cap in the manifest re-runs nothing and changes no cell
     before = project.receipts()
@@ -204,3 +261,103 @@ def test_a_bad_roster_budget_is_refused(project: Project) -> None:
     done = project.run()
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"brigade: {project.roster}: max_cost: must be greater than 0, got 0\n"
+
+
+# -- judges -----------------------------------------------------------------------------
+
+FAKE_JUDGE = f"exec:{{python}} {REPO / 'tests' / 'agents' / 'fake_judge.py'}"
+DOLLAR = '{"input_tokens": 1000, "output_tokens": 50, "cost_usd": 1.0}'
+
+
+def judged_cells(project: Project, model: str, cells: int = 6, **extra: Any) -> None:
+    """Cells graded by a judge that costs $1 a run (the agent's runs cost nothing known)."""
+    project.write_roster(
+        {
+            "agent": {"cli": FAKE_CLI},
+            "critic": {"cli": FAKE_JUDGE, "model": model, "env": {"JUDGE_USAGE": DOLLAR}},
+        },
+        **extra,
+    )
+    judge = {"type": "judge", "seat": "critic", "rubric": "Greets the user."}
+    project.write_manifest(
+        [{"id": f"c{n}", "prompt": "answer: hello"} for n in range(cells)], graders=[judge]
+    )
+
+
+def judge_runs(project: Project) -> int:
+    log = project.root / "judge.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_new_judge_model_grades_only_what_the_budget_allows(project: Project) -> None:
+    judged_cells(project, "pass")
+    log = {"FAKE_JUDGE_LOG": str(project.root / "judge.log")}
+    assert project.run(**log).returncode == 0
+    assert (judge_runs(project), project.launches()) == (6, 6)
+    judged_cells(project, "bold")  # new cell ids: the seat runs are reused, judges run again
+    done = project.run("--max-cost", "2.5", **log)
+    assert done.returncode == 3, done.stderr
+    assert (judge_runs(project), project.launches()) == (8, 6)  # $2 of judges, no agent
+    assert len(project.states()) == 2
+    assert done.stderr.splitlines()[-1] == (
+        "brigade: stopped launching: the budget of $2.5000 was reached: $2.0000 spent by 2 "
+        "judge runs of this run; the next would cost about $1.0000, past the cap; 4 cells not "
+        "started"
+    )
+    assert project.run(**log).returncode == 0  # the next run grades the rest
+    assert (judge_runs(project), len(project.states())) == (12, 6)
+
+
+def test_the_regrade_of_grader_error_cells_counts_its_judges(project: Project) -> None:
+    judged_cells(project, "pass", cells=3)
+    script = project.root / "later.sh"  # not there yet: the command cannot start
+    judge = {"type": "judge", "seat": "critic", "rubric": "Greets the user."}
+    project.write_manifest(
+        [{"id": f"c{n}", "prompt": "answer: hello"} for n in range(3)],
+        graders=[judge, {"type": "command", "command": [str(script)]}],
+    )
+    log = {"FAKE_JUDGE_LOG": str(project.root / "judge.log")}
+    assert project.run(**log).returncode == 3
+    assert set(project.states().values()) == {"grader_error"}
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    done = project.run("--max-cost", "1.5", **log)
+    assert done.returncode == 3, done.stderr
+    assert sorted(project.states().values()) == ["accepted", "grader_error", "grader_error"]
+    assert done.stderr.splitlines()[-1] == (
+        "brigade: stopped launching: the budget of $1.5000 was reached: $1.0000 spent by 1 "
+        "judge run of this run; the next would cost about $1.0000, past the cap; 2 cells not "
+        "regraded"
+    )
+
+
+@pytest.mark.parametrize("where", ["command line", "roster"])
+def test_brigade_regrade_has_a_budget(project: Project, where: str) -> None:
+    judged_cells(project, "pass", cells=3)
+    log = {"FAKE_JUDGE_LOG": str(project.root / "judge.log")}
+    assert project.run(**log).returncode == 0
+    if where == "roster":  # the cap of the roster the plan was made with
+        judged_cells(project, "pass", cells=3, max_cost=1.5)
+        args: tuple[str, ...] = ()
+    else:
+        args = ("--max-cost", "1.5")
+    done = project.brigade("regrade", str(project.out), *args, **log)
+    assert done.returncode == 3, done.stderr
+    assert judge_runs(project) == 4
+    assert done.stdout.startswith("regraded 1 cell(s) from stored output (0 changed state); ")
+    assert done.stderr.splitlines()[-1] == (
+        "brigade: stopped launching: the budget of $1.5000 was reached: $1.0000 spent by 1 "
+        "judge run of this run; the next would cost about $1.0000, past the cap; 2 cells not "
+        "regraded"
+    )
+    assert set(project.states().values()) == {"accepted"}  # kept back, not changed
+
+
+def test_brigade_regrade_refuses_a_bad_budget(project: Project) -> None:
+    judged_cells(project, "pass", cells=1)
+    assert project.run().returncode == 0
+    done = project.brigade("regrade", str(project.out), "--max-cost", "0")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "brigade: --max-cost 0 (doit: max_cost=): use a number of US dollars above 0\n",
+    )

@@ -351,9 +351,16 @@ def test_show_the_report_and_junit_carry_the_judge(project: Project) -> None:
         f"    stderr  {folder}/graders/judge-0/stderr.log",
         f"    answer  {folder}/graders/judge-0/final.txt",
         f"    run     {folder}/graders/judge-0/run.json",
+        # the fake judge reports no usage: it ran, at a cost that is unknown (not none)
+        "    spent   unknown: the judge reported no usage",
     ]
     junit = (project.out / "report" / "junit.xml").read_text()
     assert "rejected: judge:0: the judge seat 'critic' says VERDICT: fail" in junit
+    assert '<property name="grader_runs" value="1" />' in junit
+    assert '<property name="grader_usage_partial" value="true" />' in junit
+    summary = project.summary()
+    assert (summary["grader_usage"]["results"], summary["grader_usage"]["cost_usd"]) == (1, None)
+    assert summary["grader_usage"]["results_cost_unknown"] == 1
     html = (project.out / "report" / "index.html").read_text()
     assert "judge:0: scored 0: the judge seat &#x27;critic&#x27; says VERDICT: fail" in html
 

@@ -335,3 +335,55 @@ def test_a_judge_s_usage_is_recorded_apart_from_the_seat_s(project: Project) -> 
         "turns": None,
         "cost_usd": 0.003,
     }
+
+
+def test_what_judges_spent_is_shown_everywhere(project: Project) -> None:
+    """summary.json (per seat and for the plan), `brigade show`'s cost table and the cell's
+    graders, the report's seat table and cell page, JUnit properties."""
+    judge = f"exec:{{python}} {REPO / 'tests' / 'agents' / 'fake_judge.py'}"
+    spent = {"input_tokens": 900, "output_tokens": 40, "cost_usd": 0.25}
+    seat = {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.001}
+    project.write_roster(
+        {
+            "agent": {"cli": FAKE_CLI},
+            "critic": {"cli": judge, "model": "pass", "env": {"JUDGE_USAGE": json.dumps(spent)}},
+            "silent": {"cli": judge, "model": "pass"},  # reports no usage
+        }
+    )
+    graders = [
+        {"type": "judge", "seat": "critic", "rubric": "Greets the user."},
+        {"type": "judge", "seat": "silent", "rubric": "Greets the user."},
+    ]
+    project.write_manifest(
+        [{"id": f"c{n}", "prompt": f"answer: hello\nusage: {json.dumps(seat)}"} for n in (1, 2)],
+        graders=graders,
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    summary = project.summary()
+    totals = {key: summary["grader_usage"][key] for key in ("results", "results_cost_unknown")}
+    assert (totals, summary["grader_usage"]["cost_usd"]) == (
+        {"results": 4, "results_cost_unknown": 2},
+        0.5,
+    )
+    assert summary["by_seat"]["agent"]["grader_usage"] == summary["grader_usage"]
+    shown = project.brigade("show", str(project.out))
+    assert shown.stdout.split("\n\nseat ", 2)[-1].splitlines()[:2] == [
+        "       cost   per cell  per accepted  tokens   judges  unknown",
+        "agent  $0.002000  $0.001000     $0.001000     220  $0.5000  2 of 4 judge runs",
+    ]
+    cell = project.brigade("show", str(project.out), "c1:agent:1").stdout
+    assert "    spent   900 input tokens, 40 output tokens, $0.2500 (reported)\n" in cell
+    assert "    spent   unknown: the judge reported no usage\n" in cell
+    report = project.out / "report"
+    seats = (report / "index.html").read_text().split('id="seats"', 1)[1].split("</table>")[0]
+    assert "judges&#x27; cost" in seats or "judges' cost" in seats
+    assert "$0.5000 (2 of 4 judge runs unknown)" in seats
+    junit = (report / "junit.xml").read_text()
+    assert junit.count('<property name="grader_cost_usd" value="0.25" />') == 2
+    assert junit.count('<property name="grader_runs" value="2" />') == 2
+    receipt = project.receipt("c1:agent:1")
+    page = report / "index_files" / "cells" / f"{receipt['cell_id'][:2]}.html"
+    text = page.read_text()
+    assert '<td class="spent">900 input tokens, 40 output tokens, $0.2500 (reported)</td>' in text
+    assert '<td class="spent">unknown: the judge reported no usage</td>' in text

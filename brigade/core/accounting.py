@@ -10,7 +10,7 @@ known, says how many cells it leaves out, and is null when nothing is known.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from brigade.core.stats import stable_round
@@ -178,24 +178,62 @@ def grader_spending(usages: Iterable[Usage | None]) -> dict[str, Any]:
     }
 
 
-def attempt_cost(receipt: Mapping[str, Any], prices: Mapping[str, Price]) -> float | None:
-    """What the attempt a receipt records cost in USD: its seat run (priced when it was
-    recorded) and the graders that called a model (priced with `prices`); 0.0 when its seat
-    never launched and no judge ran; None when any of it is unknown."""
-    attempt = receipt.get("attempt")
-    docs: list[Any] = [
-        entry.get("usage")
-        for entry in receipt.get("attempts_usage") or ()
-        if isinstance(entry, Mapping) and entry.get("attempt") == attempt
+# grader kinds that call a model: a result of theirs whose process started spent money
+MODEL_GRADERS = frozenset({"judge"})
+
+
+def model_run(result: Mapping[str, Any]) -> tuple[bool, Any]:
+    """Whether a grader result records a run of a model, and the usage document it records
+    (None: unknown). A judge whose seat started (its exit status is known) ran one, also when
+    it reported no usage; one that never started spent nothing."""
+    usage = result.get("usage")
+    if isinstance(usage, dict):
+        return True, usage
+    code = result.get("exit_code")
+    started = isinstance(code, int) and not isinstance(code, bool)
+    return result.get("grader_type") in MODEL_GRADERS and started, None
+
+
+def judge_seats(specs: Iterable[Any]) -> list[str]:
+    """The seat of each judge among grader specs (one entry per judge, in order)."""
+    return [
+        spec["seat"]
+        for spec in specs
+        if isinstance(spec, Mapping)
+        and spec.get("type") in MODEL_GRADERS
+        and isinstance(spec.get("seat"), str)
     ]
-    judged = [
-        repriced(usage, prices) if (usage := parse(result["usage"])) is not None else None
-        for result in receipt.get("graders") or ()
-        if isinstance(result, Mapping) and isinstance(result.get("usage"), dict)
-    ]
-    total = 0.0
-    for usage in [parse(doc) for doc in docs] + judged:
-        if usage is None or usage.cost_usd is None:
-            return None
-        total += usage.cost_usd
-    return total
+
+
+def judged_model(spec: Any) -> str | None:
+    """The configured model of a judge spec's seat (what prices its run when its usage names
+    none)."""
+    seat = spec.get("judge_seat") if isinstance(spec, Mapping) else None
+    model = seat.get("model") if isinstance(seat, Mapping) else None
+    return model if isinstance(model, str) else None
+
+
+def model_runs(
+    specs: Sequence[Any],
+    results: Sequence[Any],
+    prices: Mapping[str, Price],
+    skip: Collection[int] = (),
+) -> list[tuple[str, float | None]]:
+    """What each grader result that ran a model cost (priced with `prices`, as the judge's
+    configured model when its usage names none): `(seat, USD)`, None when unknown; the
+    results at the indexes in `skip` (reused from an earlier grading) ran nothing here."""
+    costs: list[tuple[str, float | None]] = []
+    for index, result in enumerate(results):
+        if index in skip or not isinstance(result, Mapping):
+            continue
+        ran, doc = model_run(result)
+        if not ran:
+            continue
+        spec = specs[index] if index < len(specs) else None
+        seat = spec.get("seat") if isinstance(spec, Mapping) else None
+        usage = parse(doc)
+        if usage is not None:
+            usage = repriced(usage, prices, judged_model(spec))
+        cost = usage.cost_usd if usage is not None else None
+        costs.append((str(seat) if isinstance(seat, str) else "?", cost))
+    return costs

@@ -637,6 +637,7 @@ SUMMARY_ROLES: Roles = {
     "partial_scores": {"label": NAME, "*": TEXT},
     # usage totals: counts, costs and the model ids that answered
     "usage_all_attempts": NAME,
+    "grader_usage": NAME,
     "by_seat": {
         "*": {
             "usage_all_attempts": NAME,

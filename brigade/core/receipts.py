@@ -14,6 +14,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from brigade.core.accounting import judged_model, model_run
+
 
 class ReceiptView(NamedTuple):
     """The outcome fields of a trusted receipt (failure_reason None when absent)."""
@@ -34,7 +36,9 @@ class ReceiptView(NamedTuple):
     # what each attempt of the cell whose seat ran consumed (its usage document, compact;
     # None: unknown); None when the receipt records none (written before usage was)
     usage: tuple[dict[str, Any] | None, ...] | None
-    grader_usage: tuple[dict[str, Any], ...]  # of the grader results that called a model
+    # of each grader result that ran a model (a judge that started): its usage document,
+    # compact, priced as its judge's configured model when it names none; None: unknown
+    grader_usage: tuple[dict[str, Any] | None, ...]
     cli_version: str | None
 
     @classmethod
@@ -62,11 +66,7 @@ class ReceiptView(NamedTuple):
                 if type(attempts) is list
                 else None
             ),
-            tuple(
-                _compact(g["usage"])  # type: ignore[misc]  # (a dict: checked just here)
-                for g in receipt.get("graders") or ()
-                if type(g.get("usage")) is dict
-            ),
+            grader_usage_of(receipt),
             version if type(version) is str else None,
         )
 
@@ -85,7 +85,9 @@ class ReceiptView(NamedTuple):
             type(usage) is not list or any(u is not None and type(u) is not dict for u in usage)
         ):
             return None
-        if type(grader_usage) is not list or any(type(u) is not dict for u in grader_usage):
+        if type(grader_usage) is not list or any(
+            u is not None and type(u) is not dict for u in grader_usage
+        ):
             return None
         data[1] = sys.intern(data[1])
         data[_GRADERS] = tuple(map(tuple, graders))
@@ -96,6 +98,29 @@ class ReceiptView(NamedTuple):
     def stamp(self) -> str:
         """Changes whenever its receipt is rewritten with new content (run, regrade)."""
         return f"{self.attempt}|{self.state}|{self.graded_at}"
+
+
+def grader_usage_of(receipt: Mapping[str, Any]) -> tuple[dict[str, Any] | None, ...]:
+    """The usage of each grader result of a receipt that ran a model (a judge that started),
+    compact, with its judge's configured model when it names none; None: unknown."""
+    results = receipt.get("graders")
+    if type(results) is not list:
+        return ()
+    specs = receipt.get("grader_specs")
+    specs = specs if type(specs) is list else []
+    found: list[dict[str, Any] | None] = []
+    for index, result in enumerate(results):
+        if type(result) is not dict:
+            continue
+        ran, doc = model_run(result)
+        if not ran:
+            continue
+        usage = _compact(doc)
+        model = judged_model(specs[index]) if index < len(specs) else None
+        if usage is not None and "model" not in usage and model is not None:
+            usage["model"] = model
+        found.append(usage)
+    return tuple(found)
 
 
 def _fault_kind(fault: Any) -> str | None:

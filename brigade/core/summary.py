@@ -63,6 +63,7 @@ def build_summary(
     reasons: dict[str, int] = {}
     faults: dict[str, int] = {}  # fault kind -> cells that met it (adapter_error, timeout)
     spending = Spending()
+    judged: list[Any] = []  # what every grader that ran a model used (None: unknown)
     for cell in plan.cells:
         seat = by_seat.get(cell.seat.name)
         if seat is None:
@@ -78,7 +79,9 @@ def build_summary(
         seat.spending.add(attempts, accepted=state == "accepted")
         spending.add(attempts, accepted=state == "accepted")
         seat.seen(receipt)
-        seat.grader_usage.extend(attempts_of(receipt.grader_usage, plan.prices, None) or ())
+        graded = attempts_of(receipt.grader_usage, plan.prices, None) or ()
+        seat.grader_usage.extend(graded)
+        judged.extend(graded)
         reason = receipt.failure_reason
         if reason:
             reasons[reason] = reasons.get(reason, 0) + 1
@@ -123,6 +126,7 @@ def build_summary(
         "partial_scores_label": PARTIAL_LABEL,
         "by_seat": {name: tally.document() for name, tally in by_seat.items()},
         "usage_all_attempts": spending.document(),
+        "grader_usage": grader_spending(judged),
         "trial_stats": trial_stats(
             (c.seat.name, c.case_id, receipts.get(c.cell_id)) for c in plan.cells
         ),

@@ -239,17 +239,18 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     and the report, checked for leaks (a leak is listed and the command exits 3).
     """
     from brigade.core.plan import judges_of
-    from brigade.front.session import regrade_context
+    from brigade.front.session import check_max_cost, regrade_budget, regrade_context
     from brigade.report.finish import finish_run
     from brigade.run.doctor import refuse_required
     from brigade.run.runner import needs_patch, regrade, verify_output
 
+    check_max_cost(args.max_cost)
     out = _output_dir(args.dir)
     store.check_layout(out)
     lock.acquire(out, wait=args.wait)
     plan = _load_plan(out)
     workspace = _plan_workspace(plan)
-    ctx = regrade_context(out, plan, workspace)
+    ctx = regrade_budget(args.max_cost, plan, regrade_context(out, plan, workspace))
     gradeable = []
     for cell in plan.cells:
         receipt = store.read_receipt(out, cell.cell_id)
@@ -259,11 +260,13 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     # judges run again: one whose sandbox is required and cannot run here refuses it all
     judges = judges_of(cell for cell, _ in gradeable)
     refuse_required((ctx.seats[name] for name in judges if name in ctx.seats), what="judge seat")
-    changed = 0
+    changed = regraded = 0
     for cell, receipt in gradeable:
         # one sync for the batch below instead of an fsync per receipt
         updated = regrade(ctx, cell, receipt, durable=False, verified=True)
-        changed += updated["state"] != receipt["state"]
+        if updated is not None:  # (None: the budget kept its judges back)
+            regraded += 1
+            changed += updated["state"] != receipt["state"]
     os.sync()
     finished = finish_run(out, plan, workspace)
     if _leaked(finished.leaks):
@@ -271,10 +274,13 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     summary = finished.summary
     assert summary is not None  # never `untouched`: always written
     say(
-        f"regraded {len(gradeable)} cell(s) from stored output ({changed} changed state); "
+        f"regraded {regraded} cell(s) from stored output ({changed} changed state); "
         f"{_counts_line(summary['counts'])}"
     )
-    return int(summary["exit_code"])
+    kept = ctx.budget.lines() if ctx.budget is not None else []
+    for line in kept:
+        say(f"brigade: {line}", sys.stderr)
+    return EXIT_MEASUREMENT if kept else int(summary["exit_code"])
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -671,8 +677,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-cost",
         type=float,
         metavar="USD",
-        help="launch no more seats once what this run's seat runs cost reaches USD (exit 3; "
-        "default: the manifest's `max_cost`, else the roster's, else no cap)",
+        help="launch no seat run or judge that would take what this run spends past USD "
+        "(exit 3; default: the manifest's `max_cost`, else the roster's, else no cap)",
     )
     sub.add_argument("--always", action="store_true", help="run every cell again as a new attempt")
     sub.add_argument(
@@ -727,6 +733,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("regrade", cmd_regrade)
     sub.add_argument("dir", nargs="?", type=Path, help="output directory")
+    sub.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="run no judge once what this regrade's judges cost would pass USD (exit 3; "
+        "default: the manifest's `max_cost`, else the roster's, else no cap)",
+    )
     sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
 
     sub = command("summary", cmd_summary)

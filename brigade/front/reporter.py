@@ -34,6 +34,7 @@ from brigade.report.build import HTML_FILE, REPORT_DIR
 from brigade.run import proc
 
 if TYPE_CHECKING:
+    from brigade.run.budget import Budget
     from brigade.run.schedule import Scheduler
 
 # a task refused for bad input or tampering carries this prefix in its message
@@ -66,6 +67,7 @@ class RunInfo:
     # when their runs are recorded, not when their tasks end)
     scheduler: Scheduler | None = None
     handed: set[str] = field(default_factory=set)
+    budget: Budget | None = None  # the spending cap: what it kept back is said at the end
     # finished cells with an apparatus fault this run left as they are (no --retry-transient)
     kept_faults: int = 0
     # the subset the run is about (cell ids; None: the whole plan), how it was chosen
@@ -93,6 +95,9 @@ class RunInfo:
         if self.scheduler is not None:
             lines.extend(self.scheduler.lines())
             stopped = self.scheduler.any_stopped
+        if self.budget is not None and self.budget.kept_back:
+            lines.extend(self.budget.lines())
+            stopped = True
         if self.kept_faults:
             many = self.kept_faults != 1
             lines.append(

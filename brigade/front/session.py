@@ -39,6 +39,7 @@ from brigade.run.doctor import confinement_notes, refuse_required
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
 
 if TYPE_CHECKING:
+    from brigade.run.budget import Budget
     from brigade.run.cluster import DaskExecutor
     from brigade.run.schedule import Scheduler
 
@@ -71,11 +72,7 @@ class Options:
     progress_rate: int | None = None  # per-cell lines per 30 s without a terminal (None: default)
 
     def __post_init__(self) -> None:
-        if self.max_cost is not None and not (0 < self.max_cost < math.inf):
-            raise InputError(
-                f"--max-cost {self.max_cost:g} (doit: max_cost=): use a number of US dollars "
-                "above 0"
-            )
+        check_max_cost(self.max_cost)
         if self.retries is not None and not 0 <= self.retries <= MAX_RETRIES:
             raise InputError(
                 f"--retries {self.retries} (doit: retries=): use 0 to {MAX_RETRIES} retries"
@@ -329,6 +326,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         command_timeout=roster.command_timeout_seconds,
         prices=plan.prices,
         sandbox=options.sandbox,
+        budget=spending_cap(options.max_cost, manifest, roster),
     )
     session = Session(
         options=options,
@@ -372,6 +370,47 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
     return session
 
 
+def check_max_cost(value: float | None) -> None:
+    """Refuse a --max-cost that is not a number of dollars above 0 (exit 2)."""
+    if value is not None and not (0 < value < math.inf):
+        raise InputError(
+            f"--max-cost {value:g} (doit: max_cost=): use a number of US dollars above 0"
+        )
+
+
+def regrade_budget(given: float | None, plan: Plan, ctx: RunContext) -> RunContext:
+    """`brigade regrade`'s context with its budget: --max-cost, else the `max_cost` of the
+    manifest and then of the roster the plan was made with (when they are still there; one
+    that no longer loads is refused, exit 2)."""
+    check_max_cost(given)
+    manifest = roster = None
+    context = plan.context or {}
+    if given is None and "manifest" in context and Path(context["manifest"]).is_file():
+        from brigade.inputs.manifest import load_manifest
+
+        manifest = load_manifest(Path(context["manifest"]))
+    if given is None and "roster" in context and Path(context["roster"]).is_file():
+        from brigade.inputs.roster import load_roster
+
+        roster = load_roster(Path(context["roster"]))
+    budget = spending_cap(given, manifest, roster)
+    return dataclasses.replace(ctx, budget=budget) if budget is not None else ctx
+
+
+def spending_cap(
+    given: float | None, manifest: Manifest | None, roster: Roster | None
+) -> Budget | None:
+    """The run's budget: the command line's cap, else the manifest's (this battery), else
+    the roster's; None without one."""
+    caps = (given, manifest.max_cost if manifest else None, roster.max_cost if roster else None)
+    cap = next((value for value in caps if value is not None), None)
+    if cap is None:
+        return None
+    from brigade.run.budget import Budget
+
+    return Budget(cap)
+
+
 def build_scheduler(session: Session) -> Scheduler:
     """The scheduler of a run whose cells must run: caps from the roster and -n, seat runs
     in threads here, or submitted to the Dask cluster (with no overall cap: the workers'
@@ -399,13 +438,8 @@ def build_scheduler(session: Session) -> Scheduler:
             )
 
         scheduler = Scheduler(limits, policies, start=start)
-    # the command line's, else the manifest's (this battery), else the roster's
-    caps = (session.options.max_cost, session.manifest.max_cost, session.roster.max_cost)
-    cap = next((value for value in caps if value is not None), None)
-    if cap is not None:
-        from brigade.run.budget import Budget
-
-        Budget(cap, ctx.prices, scheduler)  # it watches what the scheduler records
+    if ctx.budget is not None:
+        ctx.budget.attach(scheduler)  # seat runs start only when the budget admits them
     return scheduler
 
 

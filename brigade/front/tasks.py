@@ -138,6 +138,7 @@ def run_info(session: Session) -> RunInfo:
         resumed=session.resumed,
         quiet=session.options.quiet,
         progress_rate=session.options.progress_rate,
+        budget=session.ctx.budget,
     )
 
     def start() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brigade.core.accounting import cell_usage
+from brigade.core.accounting import attempts_of, cell_usage, grader_spending
 from brigade.core.plan import Plan, prices_document
 from brigade.core.projection import (
     GRADER_RESULT_ROLES,
@@ -29,7 +29,7 @@ from brigade.core.projection import (
     project_receipt,
     project_summary,
 )
-from brigade.core.receipts import ReceiptView, views_of
+from brigade.core.receipts import ReceiptView, grader_usage_of, views_of
 from brigade.errors import EnvironmentProblem, InputError
 from brigade.outdir import caches, store
 from brigade.outdir.export import secrets_for
@@ -133,6 +133,7 @@ def report_cells(
                 fault=shown_fault,
                 fault_kind=_fault_kind(receipt),
                 usage=_cell_usage(projected.get("attempts_usage"), plan, cell.seat.model),
+                grader_usage=_grader_usage(receipt, plan),
             )
         )
     return cells
@@ -153,6 +154,14 @@ def _cell_usage(attempts: Any, plan: Plan, model: str | None) -> dict[str, Any] 
         plan.prices,
         model,
     )
+
+
+def _grader_usage(receipt: Mapping[str, Any] | None, plan: Plan) -> dict[str, Any] | None:
+    """What a cell's judges spent, priced with the plan's prices (None: no judge ran)."""
+    docs = grader_usage_of(receipt) if receipt is not None else ()
+    if not docs:
+        return None
+    return grader_spending(attempts_of(docs, plan.prices, None) or ())
 
 
 @dataclass(frozen=True)

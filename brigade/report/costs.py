@@ -75,21 +75,42 @@ def agents_table(summary: Mapping[str, Any]) -> str:
     )
 
 
+def grader_usage(summary: Mapping[str, Any], seat: str) -> Mapping[str, Any]:
+    """What the graders that call a model (judges) spent for a seat's cells (empty for a
+    summary written before it was kept)."""
+    usage = summary["by_seat"].get(seat, {}).get("grader_usage")
+    return usage if isinstance(usage, Mapping) else {}
+
+
+def judges_text(usage: Mapping[str, Any]) -> str:
+    """`$2.0000`, `$1.0000 (1 of 3 judge runs unknown)`, `–` when unknown, `` when none ran."""
+    runs = usage.get("results") or 0
+    if not runs:
+        return ""
+    unknown = usage.get("results_cost_unknown") or 0
+    note = f" ({unknown} of {runs} judge runs unknown)" if unknown else ""
+    return money(usage.get("cost_usd")) + note
+
+
 def cost_columns(summary: Mapping[str, Any], seat: str) -> list[str]:
-    """The seat table's cost, tokens and cost per accepted answer (every attempt)."""
+    """The seat table's cost, tokens and cost per accepted answer (every attempt), and what
+    its judges spent."""
     usage = seat_usage(summary, seat)
     return [
         money(usage.get("cost_usd")) + partial_note(usage, "cost"),
         count(usage.get("total_tokens")) + partial_note(usage, "tokens"),
         money(usage.get("cost_usd_per_accepted")),
+        judges_text(grader_usage(summary, seat)),
     ]
 
 
-COST_HEADINGS = ("cost", "tokens", "cost per accepted")
+COST_HEADINGS = ("cost", "tokens", "cost per accepted", "judges' cost")
 COST_NOTE = (
     "cost and tokens add up every attempt of the seat's finished cells (failed and retried "
     "attempts cost too); costs the CLI did not report are priced from the roster's price "
-    "table; – is unknown, and a total over part of the cells says how many it leaves out."
+    "table; – is unknown, and a total over part of the cells says how many it leaves out. "
+    "judges' cost: what the graders that call a model (judges) spent grading the seat's cells, "
+    "apart from the seat's own cost."
 )
 
 
@@ -249,32 +270,45 @@ def cost_chart(summary: Mapping[str, Any]) -> str:
 
 
 def cost_table_text(summary: Mapping[str, Any]) -> str:
-    """Cost per seat for the terminal (under `brigade show`'s matrix)."""
-    head = ("seat", "cost", "per cell", "per accepted", "tokens", "unknown")
-    rows = [head]
+    """Cost per seat for the terminal (under `brigade show`'s matrix): the seat's own, and
+    its judges' when a judge ran."""
+    judging = any(grader_usage(summary, seat).get("results") for seat in summary["by_seat"])
+    head = ["seat", "cost", "per cell", "per accepted", "tokens"]
+    head += ["judges"] if judging else []
+    head.append("unknown")
+    rows = [tuple(head)]
     for seat in summary["by_seat"]:
         usage = seat_usage(summary, seat)
+        judged = grader_usage(summary, seat)
         unknown = usage.get("cells_cost_unknown") or 0
-        rows.append(
-            (
-                seat,
-                money(usage.get("cost_usd")),
-                money(usage.get("mean_cost_usd_per_cell")),
-                money(usage.get("cost_usd_per_accepted")),
-                count(usage.get("total_tokens")),
-                f"{unknown} of {usage.get('cells', 0)} cells" if unknown else "",
-            )
-        )
+        runs, unpriced = judged.get("results") or 0, judged.get("results_cost_unknown") or 0
+        notes = [f"{unknown} of {usage.get('cells', 0)} cells"] if unknown else []
+        notes += [f"{unpriced} of {runs} judge runs"] if unpriced else []
+        row = [
+            seat,
+            money(usage.get("cost_usd")),
+            money(usage.get("mean_cost_usd_per_cell")),
+            money(usage.get("cost_usd_per_accepted")),
+            count(usage.get("total_tokens")),
+        ]
+        row += [money(judged.get("cost_usd")) if runs else ""] if judging else []
+        row.append("; ".join(notes))
+        rows.append(tuple(row))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    last = len(head) - 1
     lines = [
         "  ".join(
-            value.ljust(widths[i]) if i in (0, 5) else value.rjust(widths[i])
+            value.ljust(widths[i]) if i in (0, last) else value.rjust(widths[i])
             for i, value in enumerate(row)
         ).rstrip()
         for row in rows
     ]
-    note = (
-        "cost per seat over every attempt (failed and retried ones too); "
+    note = "cost per seat over every attempt (failed and retried ones too); "
+    if judging:
+        note += "judges: what the graders that call a model spent on its cells, apart; "
+    note += (
         "unknown: cells whose cost is unknown (left out of the totals)"
+        if not judging
+        else "unknown: cells and judge runs whose cost is unknown (left out of the totals)"
     )
     return "\n".join([*lines, *textwrap.wrap(note, 88)])

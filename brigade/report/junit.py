@@ -71,6 +71,23 @@ def _usage_properties(cell: ReportCell) -> list[tuple[str, str]]:
     return shown
 
 
+def _grader_properties(cell: ReportCell) -> list[tuple[str, str]]:
+    """What the cell's judges spent (their last grading): runs, tokens, cost; an unknown
+    value is left out, and `grader_usage_partial` says a judge's cost is unknown."""
+    usage = cell.grader_usage
+    if not usage or not usage.get("results"):
+        return []
+    shown = [("grader_runs", str(usage["results"]))]
+    for key in ("input_tokens", "output_tokens"):
+        if isinstance(usage.get(key), int):
+            shown.append((f"grader_{key}", str(usage[key])))
+    if isinstance(usage.get("cost_usd"), (int, float)):
+        shown.append(("grader_cost_usd", repr(float(usage["cost_usd"]))))
+    if usage.get("results_cost_unknown"):
+        shown.append(("grader_usage_partial", "true"))
+    return shown
+
+
 def junit_xml(name: str, cells: Sequence[ReportCell]) -> bytes:
     """JUnit XML: a testsuite per seat, a testcase per cell (name coordinate, classname case)."""
     root = ET.Element("testsuites", name=_xml_text(name))
@@ -98,6 +115,7 @@ def junit_xml(name: str, cells: Sequence[ReportCell]) -> bytes:
                 ("attempt", str(cell.attempt or 0)),
                 ("state", cell.state),
                 *_usage_properties(cell),
+                *_grader_properties(cell),
             ):
                 ET.SubElement(properties, "property", name=key, value=_xml_text(text))
             outcome = _outcome_element(cell)

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from brigade.core.accounting import model_run
 from brigade.core.taxonomy import is_measurement_failure, is_real_failure
 
 
@@ -33,6 +34,9 @@ class ReportCell:
     # what the cell spent over every attempt (core.accounting's document for one cell);
     # None when its receipt records no usage
     usage: Mapping[str, Any] | None = None
+    # what its graders that ran a model (judges) spent in their last grading (summary.json's
+    # grader_usage document for one cell); None when none ran
+    grader_usage: Mapping[str, Any] | None = None
 
     @property
     def measurement_failure(self) -> bool:
@@ -68,6 +72,7 @@ class ReportCell:
             "run_dir": self.run_dir,
             "graders": list(self.graders),
             "usage_all_attempts": dict(self.usage) if self.usage is not None else None,
+            "grader_usage": dict(self.grader_usage) if self.grader_usage is not None else None,
         }
 
 
@@ -227,6 +232,18 @@ def usage_text(usage: Mapping[str, Any] | None) -> str | None:
     if names:
         parts.append("model " + ", ".join(str(n) for n in names))
     return ", ".join(parts) or None
+
+
+def grader_spent(grader: Mapping[str, Any]) -> str | None:
+    """What a grader that ran a model (a judge) spent, in one line; None for a grader that
+    ran none."""
+    ran, usage = model_run(grader)
+    if not ran:
+        return None
+    if not isinstance(usage, Mapping):
+        return "unknown: the judge reported no usage"
+    text = usage_text(usage) or "nothing known"
+    return text if isinstance(usage.get("cost_usd"), (int, float)) else f"{text}, cost unknown"
 
 
 def state_class(state: str, failure_reason: str | None) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from brigade.report.model import failed_checks, seconds_text, state_class
+from brigade.report.model import failed_checks, grader_spent, seconds_text, state_class
 from brigade.report.views import ENTRIES_TAIL, CellView, Shown, scrubbed_kinds
 
 CELLS = "cells"
@@ -176,12 +176,13 @@ def _graders(view: CellView) -> str:
     rows = "".join(
         f"<tr><td>{_e(g.get('grader_id'))}</td><td>{_e(g.get('status'))}</td>"
         f"<td>{_e('–' if g.get('score') is None else g.get('score'))}</td>"
-        f"<td>{_e(g.get('detail') or '')}{_failed_checks(g)}</td></tr>"
+        f"<td>{_e(g.get('detail') or '')}{_failed_checks(g)}</td>"
+        f'<td class="spent">{_e(grader_spent(g) or "")}</td></tr>'
         for g in view.graders
     )
     return (
         '<table class="graders"><thead><tr><th>grader</th><th>status</th><th>score</th>'
-        f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>detail</th><th>spent (judges)</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

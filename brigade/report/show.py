@@ -18,6 +18,7 @@ from brigade.report.detail import CellRecord, Text
 from brigade.report.model import (
     cost_text,
     failed_checks,
+    grader_spent,
     seconds_text,
     short_reason,
     state_reason,
@@ -98,6 +99,9 @@ def _grader_lines(receipt: Mapping[str, Any] | None, out: Path) -> list[str]:
             code = grader.get("exit_code")
             lines.append(f"{INDENT * 2}exit {'–' if code is None else code}")
             lines += [f"{INDENT * 2}{name:<6}  {out / path}" for name, path in logs.items()]
+        spent = grader_spent(grader)
+        if spent is not None:
+            lines.append(f"{INDENT * 2}spent   {spent}")
     return lines
 
 

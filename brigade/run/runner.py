@@ -11,8 +11,9 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from brigade.core.accounting import model_runs
 from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell, judge_env_values
@@ -46,6 +47,9 @@ from brigade.run.seat import (
     seat_job,
 )
 
+if TYPE_CHECKING:
+    from brigade.run.budget import Budget
+
 # receipt fields that describe the cell itself (identity and coordinate)
 PLAN_FIELDS = (
     "cell_id",
@@ -76,6 +80,8 @@ class RunContext:
     # the roster's price table: a cost the CLI did not report is priced with it
     prices: Mapping[str, Price] = field(default_factory=dict)
     sandbox: SandboxMode | None = None  # --sandbox: every seat's sandbox mode (None: its own)
+    # the run's spending cap (None: no cap): seat runs and judges start only when it admits
+    budget: Budget | None = None
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
@@ -112,6 +118,9 @@ def bring_up_to_date(
     if source is None and hand is not None:
         hand(cell)
         return "queued"
+    # a reused run costs only its judges; the seat runs here when no scheduler does
+    if ctx.budget is not None and not ctx.budget.admit(cell, seat=source is None):
+        return "kept"
     attempt, started_at = start_attempt(ctx, cell, receipt, recorded_attempt)
     if source is not None:
         run_doc, reused = _copy_run(ctx, source, cell, attempt)
@@ -392,6 +401,12 @@ def finish(
         receipt["reused_run"] = reused
         receipt["finished_at"] = receipt["graded_at"]  # this attempt ended now, not the source's
     store.write_receipt(ctx.out, receipt)
+    if ctx.budget is not None:
+        seat = None
+        if reused is None and run_doc.get("status") != "not_launched":
+            usage = run_usage(run_doc, ctx.prices, cell.seat.model)
+            seat = (cell.seat.name, usage.cost_usd if usage is not None else None)
+        ctx.budget.record(cell.cell_id, seat, model_runs(cell.graders, results, ctx.prices))
     return receipt
 
 
@@ -547,13 +562,14 @@ def regrade(
     *,
     durable: bool = True,
     verified: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Re-run the graders on a cell's stored output (verified first); never starts a seat.
 
     The receipt is rewritten only when the graders now say something else, so
     `graded_at` is when the recorded verdicts were produced. `durable=False`
     leaves the fsync to the caller (one sync for a whole batch); `verified` says
-    the caller already checked the output digest.
+    the caller already checked the output digest. None: the budget kept back the
+    judges it would run (the receipt stays as it is).
     """
     if verified:
         rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
@@ -564,8 +580,12 @@ def regrade(
         raise TamperedOutput(f"{cell.coordinate}: {rdir / RUN_RECORD} is missing or corrupt")
     if "exit_code" not in run_doc:  # the original tool's run.json: the receipt has it
         run_doc = {**run_doc, "exit_code": receipt.get("exit_code")}
+    if ctx.budget is not None and not ctx.budget.admit(cell, seat=False, kept="regrade"):
+        return None
     context = grade_context(ctx, cell, rdir, run_doc, receipt.get("changes_digest"))
     results = graders.run_graders(cell.graders, context)
+    if ctx.budget is not None:
+        ctx.budget.record(cell.cell_id, None, model_runs(cell.graders, results, ctx.prices))
     verdict = classify_grades(results)
     if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
@@ -613,7 +633,8 @@ def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
     verify_output(ctx, receipt, receipt["state"] == "grader_error" and needs_patch(cell))
     if receipt["state"] != "grader_error":
         return "verified"
-    regrade(ctx, cell, receipt, verified=True)
+    if regrade(ctx, cell, receipt, verified=True) is None:
+        return "kept"
     return "regrade"
 
 

@@ -139,6 +139,8 @@ class Scheduler:
         self._errors: list[BaseException] = []
         self._recorded: list[Callable[[Receipt], None]] = []
         self._starting: list[Callable[[Cell], None]] = []
+        self._gate: Callable[[Job], bool] | None = None
+        self._closed: Callable[[], bool] | None = None
         self.stopped: dict[str, Stop] = {}  # seat -> why it stopped
         self.stopped_all: Stop | None = None
         self.retried: set[str] = set()  # cell ids retried at least once
@@ -171,6 +173,28 @@ class Scheduler:
         """Call `callback` with every terminal receipt a seat run of this run writes (in the
         thread that recorded it; it may call `stop`)."""
         self._recorded.append(callback)
+
+    def admit(self, gate: Callable[[Job], bool], closed: Callable[[], bool]) -> None:
+        """Ask `gate` before each job starts (a retry too): a job it refuses is not started and
+        its cell keeps what is on disk (the gate counts what it refused and says so). Once
+        `closed()` says it refuses everything, a retry is offered to it as soon as it is due
+        rather than after its backoff. Both are called under the scheduler's lock; `gate`
+        may call `drop_all`."""
+        self._gate = gate
+        self._closed = closed
+
+    def drop_all(self, each: Callable[[Job], object]) -> None:
+        """Drop every job queued or waiting for its retry, calling `each` with each (whoever
+        keeps them back counts them): a spent budget keeps back retries at once, not when
+        their backoff ends."""
+        with self._cond:
+            dropped = [job for heap in self._queued.values() for job in heap]
+            dropped += [job for _, job in self._waiting]
+            self._queued.clear()
+            self._waiting = []
+            for job in dropped:
+                each(job)
+            self._cond.notify_all()
 
     def stop(self, reason: str | Callable[[], str], seat: str | None = None) -> None:
         """Launch nothing more (of `seat`, or of any seat): cells not started stay as they are
@@ -334,6 +358,10 @@ class Scheduler:
             fault = receipt.get("fault") or {}
             self._stop(f"{_article(kind)} {kind} fault: {fault.get('message')}", job.seat)
         retry = self._retry(job, kind, receipt)
+        if retry is not None and self._closed is not None and self._closed():
+            assert self._gate is not None
+            self._gate(retry)  # refused now, not when its backoff ends (the gate counts it)
+            retry = None
         if retry is not None and not self._drop_if_stopped(retry):
             self.retried.add(cell_id)
             self.retries += 1
@@ -394,6 +422,8 @@ class Scheduler:
             if best is None:
                 break
             heapq.heappop(self._queued[best.seat])
+            if self._gate is not None and not self._gate(best):
+                continue  # kept back (the gate counted it)
             self._reserve(best)
             chosen.append(best)
         return chosen
