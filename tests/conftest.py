@@ -187,6 +187,11 @@ class Project:
             *args,
         ]
 
+    def brigade_doit(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """`brigade doit` (doit's command line over brigade's tasks) with this project's
+        variables (extra args go first)."""
+        return self.brigade("doit", *args, *self.variables(), **env)
+
     def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         """`brigade run` with this project's inputs."""
         return self.brigade(*self.run_args(*args), **env)

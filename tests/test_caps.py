@@ -57,7 +57,7 @@ def test_no_seat_ever_has_more_runs_in_flight_than_its_cap(
         seats=("one", "two", "mate", "free"),
     )
     if front == "doit":
-        done = project.doit("-n", "5", FAKE_AGENT_SPANS=str(log))
+        done = project.doit("jobs=5", FAKE_AGENT_SPANS=str(log))
     else:
         done = project.run("-n", "5", FAKE_AGENT_SPANS=str(log))
     assert done.returncode == 0, done.stderr
@@ -84,7 +84,7 @@ def test_n_runs_that_many_seats_at_once(project: Project, tmp_path: Path, front:
             {"id": "b", "prompt": f"write: {second}=1\nawait: {first}"},
         ]
     )
-    done = project.doit("-n", "2") if front == "doit" else project.run("-n", "2")
+    done = project.doit("jobs=2") if front == "doit" else project.run("-n", "2")
     assert done.returncode == 0, done.stderr
     assert project.states() == {"a:agent:1": "unscored", "b:agent:1": "unscored"}
 
@@ -109,14 +109,14 @@ def test_a_seat_at_its_cap_does_not_hold_back_the_others(project: Project, tmp_p
     cases += [{"id": f"c{n}", "prompt": "answer: ok"} for n in range(3)]
     cases.append({"id": "last", "prompt": "write: $MARK=1"})
     project.write_manifest(cases, seats=("slow", "fast"))
-    done = project.doit("-n", "2")
+    done = project.doit("jobs=2")
     assert done.returncode == 0, done.stderr
     assert set(project.states().values()) == {"unscored"}
 
 
 def test_doit_refuses_parallel_processes(project: Project) -> None:
     project.write_manifest([{"id": "a", "prompt": "x"}])
-    done = project.doit("-n", "2", "-P", "process")
+    done = project.brigade_doit("-n", "2", "-P", "process")
     assert done.returncode == 2
     assert done.stderr == (
         "brigade: doit -P process: brigade runs the seats in threads of doit's own process; "

@@ -399,7 +399,7 @@ def test_sighup_stops_seats_like_sigterm(project: Project, front: str) -> None:
     if front == "brigade":
         argv = [*brigade_command(), *project.run_args("-n", "2")]
     else:
-        argv = [sys.executable, "-m", "doit", "-f", str(DODO), "-n", "2", *project.variables()]
+        argv = [sys.executable, "-m", "doit", "-f", str(DODO), "jobs=2", *project.variables()]
     runner = subprocess.Popen(
         argv,
         stdout=subprocess.DEVNULL,

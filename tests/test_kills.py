@@ -212,7 +212,7 @@ def chaos_campaign(project: Project, seed: int, kills: int, jobs: int) -> Chaos:
     rng = random.Random(seed)
     straggler_rng = random.Random(-seed)
     kinds = chaos_battery(project, rng)
-    args = ("-n", str(jobs)) if jobs > 1 else ()
+    args = (f"jobs={jobs}",) if jobs > 1 else ()
     reference = reference_run(project, args)
     chaos = Chaos()
     handled = {pid for _, pid in launched(project)}

@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "brigade"
 
 # lowest first; a module may import its own layer and the ones before it
-LAYERS = ("errors", "core", "adapters", "inputs", "outdir", "run", "report", "front")
+LAYERS = ("errors", "core", "adapters", "inputs", "outdir", "run", "report", "front", "dodo")
 # the package itself (its version) and its top-level leaf modules
 SHARED = {"brigade"}
 # the pure core: values in, values out
@@ -156,3 +156,25 @@ def test_core_does_no_io(name: str) -> None:
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id != "open", f"{name}:{node.lineno} opens a file (core is pure)"
+
+
+# doit's internals brigade once leaned on; a doit release may change any of them silently
+DOIT_PRIVATE = (
+    "_CMDLINE_VARS",
+    "_getframe",
+    "__code__",
+    "_non_default_keys",
+    "dep_manager",
+    "f_locals",
+)
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_doit_only_through_its_public_api(name: str) -> None:
+    source = modules()[name].read_text("utf-8")
+    for private in DOIT_PRIVATE:
+        assert private not in source, f"{name} uses {private} (doit's public API only)"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("doit"):
+            for alias in node.names:
+                assert not alias.name.startswith("_"), f"{name}:{node.lineno} imports {alias.name}"

@@ -89,7 +89,7 @@ def test_sigterm_stops_seats_and_leaves_cells_running(project: Project, tmp_path
 
 def test_sigterm_in_parallel_mode(project: Project, tmp_path: Path) -> None:
     project.write_manifest([{"id": f"s{i}", "prompt": "sleep: 120"} for i in range(3)])
-    run = project.doit_popen("-n", "3")
+    run = project.doit_popen("jobs=3")
     wait_for(lambda: project.launches() == 3)
     agents = [int(line.split()[1]) for line in project.log.read_text().splitlines()]
     os.kill(run.pid, signal.SIGTERM)

@@ -493,7 +493,7 @@ def outcome_tag(case: ET.Element) -> str:
 
 def test_doit_writes_valid_reports_without_leaks(project: Project, schema) -> None:
     e2e_project(project)
-    done = project.doit("-n", "4")
+    done = project.doit("jobs=4")
     assert done.returncode == 3, done.stderr  # measurement failures
     junit = project.out / "report" / "junit.xml"
     page = project.out / "report" / "index.html"

@@ -213,7 +213,7 @@ def test_exit_codes(project: Project) -> None:
     # a no-op re-run over a plan with a rejected cell still exits 1, serial and parallel
     launches = project.launches()
     assert project.doit().returncode == 1
-    assert project.doit("-n", "4").returncode == 1
+    assert project.doit("jobs=4").returncode == 1
     assert project.run().returncode == 1
     assert project.run("-n", "4").returncode == 1
     assert project.launches() == launches
@@ -266,6 +266,6 @@ def test_doit_targets_plan_one_cell_or_the_summary(project: Project) -> None:
     assert everything.returncode == 0, everything.stderr
     assert project.launches() == 4
     assert project.summary()["counts"]["unscored"] == 4
-    again = project.doit("-n", "2")
+    again = project.doit("jobs=2")
     assert again.returncode == 0, again.stderr
     assert project.launches() == 4

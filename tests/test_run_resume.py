@@ -127,7 +127,7 @@ def test_parallel_equals_serial(project: Project, tmp_path) -> None:
     serial_summary = project.summary()
     parallel = Project(tmp_path / "p")
     parallel.write_manifest(cases, trials=2)
-    done = parallel.doit("-n", "4")
+    done = parallel.doit("jobs=4")
     assert (serial.returncode, done.returncode) == (3, 3)
     assert parallel.states() == serial_states
     for key in ("counts", "measurement_failures", "total_cells", "exit_code", "scores"):

@@ -995,7 +995,7 @@ def test_sigterm_stops_sandboxed_seats_and_leaves_cells_running(
     project.write_manifest(
         [{"id": f"s{i}", "prompt": f"spawn: 120\nblock: {release}\nanswer: done"} for i in range(2)]
     )
-    run = project.doit_popen("-n", "2")
+    run = project.doit_popen("jobs=2")
     wait_for(lambda: project.launches() == 2 and len(marked_in(project.out)) >= 8)
     started = {c: r["started_at"] for c, r in project.receipts().items()}
     os.kill(run.pid, signal.SIGTERM)

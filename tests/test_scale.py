@@ -61,7 +61,7 @@ def test_one_task_behaviour_at_every_size(project: Project) -> None:
     # shows every cell, and a cell named on the command line has its own task
     project.write_roster({"agent": {"cli": "exec:true"}})
     project.write_manifest([{"id": "c", "prompt": "x"}], trials=1001)
-    assert project.doit("-n", "2").returncode == 0
+    assert project.doit("jobs=2").returncode == 0
     assert project.summary()["counts"]["unscored"] == 1001
     names = [line.split()[0] for line in project.doit("list").stdout.splitlines()]
     assert FINISHED_TASK not in names

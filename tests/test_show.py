@@ -60,7 +60,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = Project(tmp_path_factory.mktemp("show"))
     cache = str(tmp_path_factory.mktemp("cache"))  # never the user's input cache
     states_project(project)
-    done = project.doit("-n", "4", BRIGADE_CACHE_DIR=cache)
+    done = project.doit("jobs=4", BRIGADE_CACHE_DIR=cache)
     assert done.returncode == 3, done.stderr
     # a run killed while `again:alpha:1` ran its second attempt left it running
     plan = plan_from_document(read_plan_document(project.out))

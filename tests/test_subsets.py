@@ -14,6 +14,7 @@ from conftest import DODO, Project, wait_for
 from test_progress import masked
 
 from brigade.front.names import cell_task_name
+from brigade.front.tasks import DOIT_VARIABLES
 
 WARNING = (
     "brigade: seat {seat}: read-only run, but the exec adapter cannot enforce it; the seat "
@@ -118,7 +119,18 @@ def test_a_subset_through_doit_variables_and_a_subset_that_is_done(two_seats: Pr
 
 def test_a_task_name_pattern_selects_the_matching_cells(two_seats: Project) -> None:
     project = two_seats
-    done = project.doit("cell:greet:*")
+    # plain doit matches a pattern against the tasks it has before the plan runs: none of
+    # the cells' (made after it); brigade says so, exit 2, nothing run
+    plain = project.doit("cell:greet:*")
+    assert (plain.returncode, plain.stderr) == (
+        2,
+        "brigade: no task is selected: doit matches a pattern such as 'cell:greet:*' only "
+        "against the tasks it has before the plan runs; choose cells with cases=, seats=, "
+        "trials= or rerun=, or run the pattern through brigade doit 'cell:greet:*'\n",
+    )
+    assert launched(project) == []
+    assert not (project.out / ".doit.db").exists()  # a refused run leaves no doit DB
+    done = project.brigade_doit("cell:greet:*")
     assert done.returncode == 0, done.stderr
     assert launched(project) == [
         "greet:opus:1",
@@ -131,7 +143,7 @@ def test_a_task_name_pattern_selects_the_matching_cells(two_seats: Project) -> N
         "brigade: 4 of 12 cells (subset: task names): accepted 4 -> clean (exit 0); <t>"
     )
     assert not (project.out / "summary.json").exists()
-    named = project.doit("cell:greet:*", "summary")  # with the summary, it is written
+    named = project.brigade_doit("cell:greet:*", "summary")  # with the summary, it is written
     assert named.returncode == 0
     assert project.summary()["counts"]["accepted"] == 4
     assert len(launched(project)) == 4
@@ -161,34 +173,49 @@ def test_a_single_cell_prints_its_outcome(two_seats: Project) -> None:
 
 def test_typos_and_bad_invocations_exit_2(two_seats: Project) -> None:
     project = two_seats
-    cases = {
+    # both doors: plain doit over brigade's dodo, and brigade doit
+    both = {
         ("cell:greet:sonet:1",): 'brigade: no such task "cell:greet:sonet:1" (did you mean '
         "cell:greet:sonnet:1?); doit list shows every task\n",
         ("nosuchtask",): 'brigade: no such task "nosuchtask"; doit list shows every task\n',
-        ("cell:nothing*",): 'brigade: no such task "cell:nothing*": the pattern matches no '
-        "task (doit list shows them)\n",
         ("cell:greet:opus:1", "--bogus"): 'brigade: no such task "--bogus": options go before '
         "task names (doit run [OPTIONS] [TASK...])\n",
-        ("--bogus-flag",): "ERROR: option --bogus-flag not recognized (doit help run lists "
-        "the options)\n",
-        ("-n", "abc"): "ERROR: Error parsing parameter 'num_process' <class 'int'>. invalid "
-        "literal for int() with base 10: 'abc' (doit help run lists the options)\n",
         ("cases=gret",): "brigade: case 'gret' matches no case of the plan (did you mean "
         "'greet'?) (the plan has: greet, fix, flaky)\n",
         ("trials=9",): "brigade: trial 9: the plan has trials 1 to 2\n",
         ("rerun=greet:opus:3",): "brigade: no cell 'greet:opus:3' in the plan (did you mean "
         "'greet:opus:2' or 'greet:opus:1'?); a cell is case:seat:trial (brigade show DIR "
         "--cells lists them)\n",
+        ("retry_transiet=1",): "brigade: unknown doit variable 'retry_transiet' (did you mean "
+        "'retry_transient'?) (known: " + ", ".join(DOIT_VARIABLES) + ")\n",
+    }
+    # brigade doit only: what doit decides before any dodo code runs, or without telling it
+    brigade_only = {
+        ("cell:nothing*",): 'brigade: no such task "cell:nothing*": the pattern matches no '
+        "task (doit list shows them)\n",
+        ("--bogus-flag",): "ERROR: option --bogus-flag not recognized (brigade doit help run "
+        "lists the options)\n",
+        ("-n", "abc"): "ERROR: Error parsing parameter 'num_process' <class 'int'>. invalid "
+        "literal for int() with base 10: 'abc' (brigade doit help run lists the options)\n",
         ("list", "cell:*"): 'brigade: no such task "cell:*": doit list takes task names, not '
         "patterns\n",
         ("info", "cell:greet:opus:9"): 'brigade: no such task "cell:greet:opus:9" (did you '
         "mean cell:greet:opus:2 or cell:greet:opus:1?); doit list shows every task\n",
         ("forget", "cell:gret:opus:1"): 'brigade: no such task "cell:gret:opus:1" (did you '
         "mean cell:greet:opus:1?); doit list shows every task\n",
+        ("-n", "2", "-P", "process"): "brigade: doit -P process: brigade runs the seats in "
+        "threads of doit's own process; drop -P process (-n N alone runs N seats at once)\n",
     }
-    for args, message in cases.items():
-        done = project.doit(*args)
+    for args, message in both.items():
+        for done in (project.doit(*args), project.brigade_doit(*args)):
+            assert (done.returncode, done.stderr, done.stdout) == (2, message, ""), args
+    for args, message in brigade_only.items():
+        done = project.brigade_doit(*args)
         assert (done.returncode, done.stderr, done.stdout) == (2, message, ""), args
+    # plain doit's own parse errors: doit's message and code, before any dodo is imported
+    bogus = project.doit("--bogus-flag")
+    assert bogus.returncode == 3
+    assert bogus.stderr.startswith("ERROR: Error parsing Command: option --bogus-flag")
     assert launched(project) == []
     assert not (project.out / "cells").exists()
     bad = project.run("--trial", "x")
@@ -196,17 +223,45 @@ def test_typos_and_bad_invocations_exit_2(two_seats: Project) -> None:
     assert "--trial: not a trial number: 'x'" in bad.stderr
 
 
-def test_a_bad_option_over_another_dodo_keeps_doits_own_code(tmp_path) -> None:
-    (tmp_path / "dodo.py").write_text("def task_hello():\n    return {'actions': ['true']}\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "doit", "--bogus-flag"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
+def test_installing_brigade_changes_nothing_of_doit_for_another_dodo(tmp_path) -> None:
+    from importlib.metadata import entry_points
+
+    # brigade registers nothing with doit (doit.COMMAND, doit.REPORTER, ... entry points)
+    registered = [
+        point
+        for group in ("COMMAND", "LOADER", "BACKEND", "REPORTER")
+        for point in entry_points(group=f"doit.{group}")
+        if point.value.startswith("brigade")
+    ]
+    assert registered == []
+    (tmp_path / "dodo.py").write_text(
+        "import sys\n"
+        "def task_hello():\n"
+        "    'say hello'\n"
+        "    def hello():\n"
+        "        print('brigade imported:', 'brigade' in sys.modules)\n"
+        "    return {'actions': [hello], 'verbosity': 2}\n"
     )
-    assert done.returncode == 3  # doit's "error before task execution"
-    assert done.stderr.startswith("ERROR: Error parsing Command: option --bogus-flag")
-    assert (tmp_path / "dodo.py").exists()
+
+    def doit(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "doit", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+
+    ran = doit()
+    assert (ran.returncode, ran.stdout) == (0, ".  hello\nbrigade imported: False\n")
+    listed = doit("list")
+    assert (listed.returncode, listed.stdout) == (0, "hello   say hello\n")
+    forgot = doit("forget", "hello")
+    assert (forgot.returncode, forgot.stdout, forgot.stderr) == (0, "forgetting hello\n", "")
+    bogus = doit("--bogus-flag")
+    assert bogus.returncode == 3  # doit's "error before task execution"
+    assert bogus.stderr.startswith("ERROR: Error parsing Command: option --bogus-flag")
+    # doit's own DB (its default backend), nothing of brigade's
+    assert not [path.name for path in tmp_path.iterdir() if "brigade" in path.name]
 
 
 # -- 15. a case id with '=' runs; doit cannot read it in a task name -------------------------
@@ -247,7 +302,13 @@ def test_doit_forget_reruns_a_cell_and_deleting_the_db_reruns_nothing(two_seats:
     project = two_seats
     assert project.doit().returncode == 3
     assert len(launched(project)) == 12
-    forgot = project.doit("forget", "cell:greet:opus:1", "cell:fix:*")
+    # plain doit's forget is doit's own: it clears doit's cache, the output directory stays
+    # the truth (brigade doit forget records the cells to run again)
+    plain = project.doit("forget", "cell:greet:opus:1")
+    assert (plain.returncode, plain.stdout) == (0, "forgetting cell:greet:opus:1\n")
+    assert project.doit("cell:greet:opus:1").returncode == 0
+    assert len(launched(project)) == 12
+    forgot = project.brigade_doit("forget", "cell:greet:opus:1", "cell:fix:*")
     assert forgot.returncode == 0, forgot.stderr
     record = project.out / "forgotten.json"
     assert forgot.stdout == (
@@ -284,7 +345,7 @@ def test_doit_forget_reruns_a_cell_and_deleting_the_db_reruns_nothing(two_seats:
         "fix:sonnet:2",
     ]
     assert not record.exists()  # every forgotten cell ran again
-    cleared = project.doit("forget")
+    cleared = project.brigade_doit("forget")
     assert cleared.returncode == 0
     assert "doit forget without cell names clears only doit's cache" in cleared.stderr
     (project.out / ".doit.db").unlink()
@@ -305,7 +366,7 @@ def test_rerun_always_and_doit_a_run_chosen_cells_again(two_seats: Project) -> N
     )
     assert launched(project)[12:] == ["greet:opus:1", "greet:sonnet:1"]
     assert project.doit("rerun=fix:opus:2").returncode == 1
-    assert project.doit("-a", "cell:fix:sonnet:1").returncode == 1
+    assert project.brigade_doit("-a", "cell:fix:sonnet:1").returncode == 1
     assert project.doit("always=1", "seats=opus", "trials=1", "cases=flaky").returncode == 3
     assert launched(project)[14:] == ["fix:opus:2", "fix:sonnet:1", "flaky:opus:1"]
     assert project.attempts("fix:opus:2") == ["attempt-001", "attempt-002"]
@@ -321,14 +382,15 @@ def test_rerun_always_and_doit_a_run_chosen_cells_again(two_seats: Project) -> N
 
 def test_another_reporter_keeps_the_lock_and_the_exit_code(two_seats: Project) -> None:
     project = two_seats
-    done = project.doit("-r", "json")
+    done = project.brigade_doit("-r", "json")
     assert done.returncode == 3, done.stderr
     report = json.loads(done.stdout)
     assert sorted(t["name"] for t in report["tasks"] if t["name"].startswith("cell:")) == sorted(
         f"cell:{case['id']}:{seat}:{trial}" for case in CASES for seat in SEATS for trial in (1, 2)
     )
     assert done.stderr.splitlines()[-1].startswith("brigade: 12 cells: ")
-    # a run holds the lock: doit with another reporter, and doit forget, are refused
+    # a run holds the lock: doit with another reporter, and doit forget, are refused (plain
+    # doit takes the lock for every command, brigade doit for those that write)
     block = project.root / "release"
     project.write_manifest([*CASES, {"id": "slow", "prompt": f"block: {block}"}], seats=SEATS)
     holder = project.doit_popen("cases=slow", "trials=1", "seats=opus")
@@ -339,9 +401,12 @@ def test_another_reporter_keeps_the_lock_and_the_exit_code(two_seats: Project) -
         ("forget", "cell:greet:opus:1"),
         ("ignore", "cell:greet:opus:1"),
     ):
-        refused = project.doit(*args)
-        assert refused.returncode == 2, args
-        assert re.search(r"another brigade run \(pid \d+\) is using this output", refused.stderr)
+        for refused in (project.doit(*args), project.brigade_doit(*args)):
+            assert refused.returncode == 2, args
+            assert re.search(
+                r"another brigade run \(pid \d+\) is using this output", refused.stderr
+            )
+    assert project.brigade_doit("list").returncode == 0  # only reads: no lock
     block.touch()
     holder.communicate(timeout=60)
     assert holder.returncode == 0
@@ -349,7 +414,11 @@ def test_another_reporter_keeps_the_lock_and_the_exit_code(two_seats: Project) -
 
 def test_console_reporter_exit_code_over_a_rejected_cell(two_seats: Project) -> None:
     project = two_seats
-    done = subprocess.run(
+    done = project.brigade_doit("-r", "console", "cell:fix:opus:1")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ".  plan\n.  cell:fix:opus:1\n"
+    # plain doit -r: doit's reporter alone, doit's exit code (a rejected cell is a result)
+    plain = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -358,12 +427,13 @@ def test_console_reporter_exit_code_over_a_rejected_cell(two_seats: Project) -> 
             str(DODO),
             "-r",
             "console",
-            "cell:fix:opus:1",
+            "cell:fix:opus:2",
             *project.variables(),
         ],
         capture_output=True,
         text=True,
         env=project.env(),
     )
-    assert done.returncode == 1, done.stderr
-    assert done.stdout == ".  plan\n.  cell:fix:opus:1\n"
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "-- plan\n.  cell:fix:opus:2\n"
+    assert project.receipt("fix:opus:2")["state"] == "rejected"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -177,22 +178,17 @@ def test_doit_variables() -> None:
         tasks.options_from_variables({"executor": "k8s"})
 
 
-class FakeCommand:
-    def __init__(self, name: str, execute_tasks: bool = False) -> None:
-        self.name = name
-        self.execute_tasks = execute_tasks
-
-
 def test_commands_that_run_tasks_or_change_the_db_write() -> None:
-    run = FakeCommand("run", execute_tasks=True)
-    assert tasks.writes(run) and tasks.runs(run)
+    run = tasks.Invocation(command="run")
+    assert run.writes() and run.runs()
     for name in ("forget", "ignore", "reset-dep", "clean"):
-        assert tasks.writes(FakeCommand(name)) and not tasks.runs(FakeCommand(name))
+        invocation = tasks.Invocation(command=name)
+        assert invocation.writes() and not invocation.runs()
     for name in ("list", "info", "help"):
-        assert not tasks.writes(FakeCommand(name)) and not tasks.runs(FakeCommand(name))
-    assert tasks.writes(None) and tasks.runs(None)  # not imported by doit: a run
-    assert tasks.doit_command() == (None, ())
-    assert tasks.doit_options() == {}
+        invocation = tasks.Invocation(command=name)
+        assert not invocation.writes() and not invocation.runs()
+    plain = tasks.Invocation()  # plain doit: the dodo is not told the command
+    assert plain.writes() and plain.runs() and not plain.known
 
 
 def test_the_dodo_locks_before_reading_unless_the_command_only_reads(
@@ -212,11 +208,27 @@ def test_the_dodo_locks_before_reading_unless_the_command_only_reads(
         return original(options, inputs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(tasks, "open_session", opened)
-    monkeypatch.setattr(tasks, "doit_command", lambda: (FakeCommand("list"), ()))
-    tasks.dodo_namespace(variables)
-    monkeypatch.setattr(tasks, "doit_command", lambda: (FakeCommand("run", True), ("cell",)))
+    tasks.dodo_namespace(variables, tasks.Invocation(command="list"))
     try:
-        tasks.dodo_namespace(variables)
+        tasks.dodo_namespace(variables, tasks.Invocation(command="run", args=("cell",)))
     finally:
         lock.release(finished_battery.out)
-    assert seen == [False, True]
+    try:
+        tasks.dodo_namespace(variables)  # plain doit: whatever its command
+    finally:
+        lock.release(finished_battery.out)
+    assert seen == [False, True, True]
+
+
+def test_plain_doit_variables_are_read_through_get_var(monkeypatch: pytest.MonkeyPatch) -> None:
+    from doit import doit_cmd
+
+    doit_cmd.reset_vars()
+    for name, value in (("manifest", "m.yaml"), ("retry_transiet", "1"), ("other", "x")):
+        doit_cmd.set_var(name, value)
+    # doit took these from its command line; `other=y` differs from what doit holds
+    monkeypatch.setattr(sys, "argv", ["doit", "manifest=m.yaml", "retry_transiet=1", "other=y"])
+    try:
+        assert tasks.command_line_variables() == {"manifest": "m.yaml", "retry_transiet": "1"}
+    finally:
+        doit_cmd.reset_vars()

@@ -147,6 +147,7 @@ def run_through_doit(options: Options) -> int:
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
+    from brigade.front.reporter import CACHE_PLUGINS
     from brigade.front.session import open_session
     from brigade.front.tasks import choose, namespace, run_info
 
@@ -159,11 +160,30 @@ def run_through_doit(options: Options) -> int:
     doit_args = ["run"] + (["-n", str(options.jobs)] if options.jobs > 1 else [])
     try:
         code = DoitMain(
-            ModuleTaskLoader(namespace(session, info, choice=choice)), config_filenames=()
+            ModuleTaskLoader(namespace(session, info, choice=choice)),
+            config_filenames=(),
+            extra_config=CACHE_PLUGINS,
         ).run(doit_args)
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     return int(code)
+
+
+def cmd_doit(args: argparse.Namespace) -> int:
+    """doit's command line over brigade's tasks: brigade doit [DOIT ARGS...] [NAME=VALUE...].
+
+    The same tasks, variables and exit codes as `doit` over brigade's dodo,
+    with what a dodo cannot learn from doit: `-n N` caps the seat runs in
+    flight, `-a` runs the selected cells again as new attempts, `-r NAME`
+    reports through that reporter and keeps brigade's exit code, a pattern
+    (`'cell:greet:*'`) selects every matching cell, a task name or option that
+    names nothing exits 2, `forget cell:...` runs those cells again as new
+    attempts, and `list`/`info` take no lock. Relative paths resolve against
+    the current folder. `brigade doit help` is doit's own help.
+    """
+    from brigade.front.doitcmd import run_doit
+
+    return run_doit(args.args)
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -722,6 +742,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_progress(sub)
 
+    sub = command("doit", cmd_doit)
+    sub.add_argument("args", nargs=argparse.REMAINDER, help="doit's arguments and variables")
+
     sub = command("rerun", cmd_rerun)
     sub.add_argument("dir", type=Path, help="output directory")
     sub.add_argument("cells", nargs="+", metavar="CELL", help="case:seat:trial, or a pattern")
@@ -786,7 +809,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `brigade` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["doit"] and given[1:2] not in (["-h"], ["--help"]):
+        # everything after it is doit's (its options too; `brigade doit help` is doit's help)
+        args = argparse.Namespace(handler=cmd_doit, args=given[1:])
+    else:
+        args = parser.parse_args(given)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

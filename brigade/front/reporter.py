@@ -10,11 +10,13 @@ import dataclasses
 import signal
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, ClassVar
+
+from doit.dependency import JsonDB
 
 from brigade.core.plan import Cell, Plan
 from brigade.core.receipts import ReceiptView
@@ -58,6 +60,13 @@ class RunInfo:
     collected: Counter[str] = field(default_factory=Counter)
     # called before anything is written (the dask executor connects); BrigadeError refuses
     start: Callable[[], None] | None = None
+    # plain doit: called with doit's tasks and the ones it selected when the run starts,
+    # to resolve the task names of the command line (BrigadeError refuses)
+    prepare: Callable[[Mapping[str, Any], Sequence[str]], None] | None = None
+    started: bool = False  # the reporter started the run (doit runs tasks)
+    # doit's DB did not exist when the run started: a refused run removes the one doit
+    # writes on its way out
+    fresh_db: bool = False
     # set by the reporter: counts a cell recorded outside its own task (the collect task)
     count: Callable[..., None] | None = None
     exit_code: int | None = None
@@ -83,6 +92,14 @@ class RunInfo:
     # what to say when a cell's seat is launched (cell -> lines; a seat's warnings come
     # with its first cell that runs, not on every run)
     launch_notes: Callable[[Cell], list[str]] | None = None
+
+    def reset_cells(self) -> None:
+        """Forget what was said of the cells' tasks (they are chosen again)."""
+        self.cell_tasks.clear()
+        self.loaded_states.clear()
+        self.coordinates.clear()
+        self.collected.clear()
+        self.done_at_start = 0
 
     # What a run says at its end: the final line (headline; elapsed time; the report's
     # path), then `final_notes`, one line each, in one place.
@@ -176,6 +193,7 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
             self.interrupted: int | None = None
             self.summary_ran = False
             self.locked = False
+            self.refused_at_start = False
 
         def _say(self, text: str) -> None:
             """Write a line of brigade's (agent text in it shown, never obeyed)."""
@@ -184,16 +202,20 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
         # -- doit reporter protocol --------------------------------------------
 
         def initialize(self, tasks: dict[str, Any], selected_tasks: list[str]) -> None:
+            info.started = True
             try:
+                # first the lock (a no-op when the dodo took it): a refusal below discards it
+                lock.acquire(info.out, wait=info.wait)
+                self.locked = True
+                if info.prepare is not None:
+                    info.prepare(tasks, selected_tasks)
+                    self.progress.total = info.total  # (the cells were chosen again)
                 if info.start is not None:
                     info.start()
-                lock.acquire(info.out, wait=info.wait)
             except BrigadeError as exc:
                 self.refused.append(str(exc))
-                _skip_db_dump()
+                self.refused_at_start = True
                 raise SystemExit(EXIT_UNUSABLE) from None
-            self.locked = True
-            _guard_db_dump(self.refused)
             info.count = self._count
             if info.scheduler is not None:
                 info.scheduler.on_start(self._started)
@@ -272,7 +294,12 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
             self._forward("complete_run")
             code = self._exit_code()
             info.exit_code = code
-            if self.locked:
+            if self.refused_at_start:
+                # refused before anything ran: doit still wrote its DB on its way out
+                if info.fresh_db:
+                    store.remove_fresh_db(info.out)
+                lock.discard_refused()
+            elif self.locked:
                 lock.release(info.out)
             if info.end_process and self.interrupted is None:
                 proc.end_process(code)
@@ -330,6 +357,9 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
             for message in self.errors:
                 self._say(f"brigade: {message}\n")
             elapsed = duration(self.progress.elapsed())
+            for problem in CacheDB.problems:
+                self.refused.append(problem)
+            CacheDB.problems.clear()
             if self.interrupted is not None:
                 self._say(
                     f"brigade: interrupted after {self.progress.counts_line()} in {elapsed}; "
@@ -396,33 +426,26 @@ def shown_path(path: Path) -> str:
         return str(path)
 
 
-def _guard_db_dump(refused: list[str]) -> None:
-    """doit writes its DB after the last task: a full or read-only disk there is one line
-    and exit 2, not a traceback. The DB is a cache (a truncated one is dropped next time);
-    the receipts are already written."""
-    from doit.globals import Globals
+class CacheDB(JsonDB):
+    """doit's JSON DB in brigade's own doit runs (`brigade run`, `brigade doit`; a backend
+    plugin, `CACHE_BACKEND`): written atomically, and a full or read-only disk when doit
+    writes it at the end of a run is one line and exit 2, not a traceback (it is only a
+    cache: the receipts are written). Plain doit uses doit's own `json` backend."""
 
-    manager = Globals.dep_manager
-    if manager is None:
-        return
-    close = manager.close
+    problems: ClassVar[list[str]] = []
 
-    def guarded_close() -> None:
+    def dump(self) -> None:
+        """Write the DB (doit calls it once, when the run ends)."""
         try:
-            close()
+            data = self.codec.encode(self._db).encode()
+            store.atomic_write_bytes(Path(self.name), data, durable=False, sync_dir=False)
         except OSError as exc:
             problem = store.storage_problem(exc)
             if problem is None:
                 raise
-            refused.append(problem + " (doit's DB, a cache: the results are kept)")
-
-    manager.close = guarded_close
+            CacheDB.problems.append(problem + " (doit's DB, a cache: the results are kept)")
 
 
-def _skip_db_dump() -> None:
-    """A refused run writes nothing: on its way out doit would still rewrite its DB in the
-    output directory (another run's, or an unwritable folder: a traceback)."""
-    from doit.globals import Globals
-
-    if Globals.dep_manager is not None:
-        Globals.dep_manager.close = lambda: None
+# the backend of brigade's own doit runs, registered through DoitMain's configuration
+CACHE_BACKEND = "brigade-json"
+CACHE_PLUGINS = {"BACKEND": {CACHE_BACKEND: f"{__name__}:CacheDB"}}

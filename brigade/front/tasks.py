@@ -7,14 +7,15 @@ runs, so a stale decision can only cost a no-op.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import sys
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from doit import create_after
@@ -29,7 +30,7 @@ from brigade.core.terminal import printable
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front import names
 from brigade.front.names import Named, cell_task_name, grade_task_name
-from brigade.front.reporter import REFUSED, RunInfo, make_reporter
+from brigade.front.reporter import CACHE_BACKEND, REFUSED, RunInfo, make_reporter
 from brigade.front.session import (
     Options,
     Session,
@@ -39,7 +40,7 @@ from brigade.front.session import (
     lock_output,
     open_session,
 )
-from brigade.outdir import forgotten, store
+from brigade.outdir import forgotten, lock, store
 from brigade.outdir.planfile import write_plan
 from brigade.outdir.scan import kept_fault
 from brigade.report.finish import finish_run, leak_lines
@@ -382,23 +383,13 @@ def collect(
             session.cluster.close()
 
 
-def summary_task(chosen: Selection, session: Session, collecting: bool) -> dict[str, Any]:
+def summary_task(wiring: Wiring, collecting: bool) -> dict[str, Any]:
     """`summary`: finish the run (summary.json, export, report, leak checks), keep the caches."""
+    session = wiring.session
     return {
         "doc": "Write summary.json, the export and the report; check they leak nothing.",
         "actions": [
-            (
-                guarded,
-                [
-                    finalize,
-                    session.out,
-                    session.plan,
-                    session.workspace,
-                    chosen.unchanged,
-                    session.plan_key,
-                    chosen.untouched,
-                ],
-            ),
+            (guarded, [finalize_wired, wiring]),
             (guarded, [session.scan.save]),
             # forgotten cells that ran are done (forgotten.json, when there is one)
             *([(guarded, [forgotten.settle, session.out])] if session.scan.forgotten_file else []),
@@ -415,33 +406,68 @@ def summary_task(chosen: Selection, session: Session, collecting: bool) -> dict[
     }
 
 
-def namespace(
-    session: Session,
-    info: RunInfo | None = None,
-    *,
-    listing: bool = False,
-    choice: Choice | None = None,
-) -> dict[str, Any]:
-    """DOIT_CONFIG and task generators for a session (what dodo.py exposes).
-
-    `listing`: for a doit command that runs nothing (`list`, `info`): every
-    cell gets a task of its own. `choice`: the subset, the cells forced to run
-    and those named on the command line (default: the options' subset).
-    """
-    info = info or run_info(session)
-    choice = choice if choice is not None else choose(session)
-    chosen = select(
+def finalize_wired(wiring: Wiring) -> TaskFailed | None:
+    """The summary task's action, over the selection the run has when it ends."""
+    session, chosen = wiring.session, wiring.chosen
+    return finalize(
+        session.out,
         session.plan,
-        session.scan.recorded,
-        session.scan.actions,
-        always=choice.always,
-        share=not listing and not choice.always,
-        named=frozenset(cell.cell_id for cell in choice.named),
-        subset=choice.subset,
-        forced=choice.forced,
-        plan_is_current=session.plan_is_current,
-        receipts_changed=session.scan.changed,
+        session.workspace,
+        chosen.unchanged,
+        session.plan_key,
+        chosen.untouched,
     )
+
+
+class Wiring:
+    """Which cells get which task, as the run finally has it: decided at load time, and
+    again when the run starts under plain doit (the task names come with it)."""
+
+    def __init__(
+        self, session: Session, info: RunInfo, choice: Choice, listing: bool, late: bool
+    ) -> None:
+        self.session = session
+        self.info = info
+        self.listing = listing
+        self.late = late  # plain doit: the command is known only once the run starts
+        self.choice = choice
+        self.chosen = self.select(choice, listing)
+
+    def select(self, choice: Choice, listing: bool) -> Selection:
+        """The selection for a choice (`listing`: every cell has a task of its own)."""
+        session = self.session
+        return select(
+            session.plan,
+            session.scan.recorded,
+            session.scan.actions,
+            always=choice.always,
+            share=not listing and not choice.always,
+            named=frozenset(cell.cell_id for cell in choice.named),
+            subset=choice.subset,
+            forced=choice.forced,
+            plan_is_current=session.plan_is_current,
+            receipts_changed=session.scan.changed,
+        )
+
+    def choose_again(self, named: Named) -> None:
+        """The task names of the run are known now (plain doit): choose and select again."""
+        self.choice = choose(self.session, named, always=self.choice.always)
+        self.chosen = self.select(self.choice, self.listing)
+        self.info.reset_cells()
+        _describe(self.session, self.info, self.choice, self.chosen, self.listing)
+
+    def for_creators(self) -> Selection:
+        """What the delayed task creators build: a command that lists tasks calls them
+        before any run started (plain doit): every cell gets a task of its own then."""
+        if not self.late or self.listing or self.info.started:
+            return self.chosen
+        return self.select(self.choice, listing=True)
+
+
+def _describe(
+    session: Session, info: RunInfo, choice: Choice, chosen: Selection, listing: bool
+) -> None:
+    """What the reporter is told of the run's cells."""
     info.collected.update(chosen.collected)
     for task in chosen.own:
         info.cell_tasks[cell_task_name(task.cell.coordinate)] = task.cell.cell_id
@@ -458,7 +484,6 @@ def namespace(
             for name in judges_of(graded)
             if name in session.roster.seats
         }
-    info.launch_notes = _launch_notes(session)
     info.subset = choice.subset
     info.subset_how = choice.how
     info.total = len(session.plan.cells) - chosen.outside
@@ -475,27 +500,82 @@ def namespace(
             and session.scan.actions.get(cell_id) == "skip"
             and kept_fault(session.scan.recorded.get(cell_id))
         )
+    else:
+        info.kept_faults = 0 if session.options.always else session.scan.kept_faults
+
+
+def namespace(
+    session: Session,
+    info: RunInfo | None = None,
+    *,
+    listing: bool = False,
+    choice: Choice | None = None,
+    late_names: bool = False,
+) -> dict[str, Any]:
+    """DOIT_CONFIG and task generators for a session (what dodo.py exposes).
+
+    `listing`: for a doit command that runs nothing (`list`, `info`): every
+    cell gets a task of its own. `choice`: the subset, the cells forced to run
+    and those named on the command line (default: the options' subset).
+    `late_names`: the task names on the command line are not known yet (plain
+    doit): the reporter resolves them when the run starts, before any task runs.
+    """
+    info = info or run_info(session)
+    choice = choice if choice is not None else choose(session)
+    wiring = Wiring(session, info, choice, listing, late_names)
+    chosen = wiring.chosen
+    _describe(session, info, choice, chosen, listing)
+    info.launch_notes = _launch_notes(session)
     # the scheduler exists only when a seat may run (it is not even imported otherwise)
     scheduler = None
     if not listing and any(task.action in ("run", "reuse") for task in chosen.own):
-        check_programs(session, chosen)
+        if not late_names:
+            check_programs(session, chosen)
         scheduler = build_scheduler(session)
         info.scheduler = scheduler
-    hand = _hand_to(scheduler, info) if scheduler is not None else None
+    hand = (
+        _hand_to(scheduler, info, session.options.jobs, late_names)
+        if scheduler is not None
+        else None
+    )
+    if late_names:
+
+        def prepare(tasks: Mapping[str, Any], selected: Sequence[str]) -> None:
+            named = names_of_run(session, tasks, selected)
+            if named.cells is not None:
+                wiring.choose_again(named)
+            check_programs(session, wiring.chosen)
+
+        info.prepare = prepare
 
     def cells() -> Iterator[dict[str, Any]]:
         """Every cell (each one is its own task below)."""
-        return cell_tasks(chosen, session, hand)
+        # under another reporter (plain doit -r NAME) nothing waits for cells handed over
+        # (brigade's reporter does when no collect task runs): each task runs its seat
+        handing = hand if not late_names or info.started else None
+        return cell_tasks(wiring.for_creators(), session, handing)
+
+    def grades() -> Iterator[dict[str, Any]]:
+        """Re-grade a cell whose grader broke, from stored output."""
+        return grade_tasks(wiring.for_creators(), session.ctx)
 
     # Created only once `plan` has run, and only when something needs them (a
     # default run, `doit cell:...`, the summary): `doit plan` of a big battery
     # never builds a doit task per cell. `doit list` still creates and lists all.
     # A task name with a wildcard needs them at load time: doit matches it then.
-    task_cell = cells if choice.eager else create_after(executed="plan")(cells)
+    # Under plain doit a name that names no task is handed to the cell tasks' creator
+    # (its `target_regex`), so that brigade's reporter, not doit, refuses it (exit 2).
+    if choice.eager:
+        task_cell, task_grade = cells, grades
+    else:
+        later = create_after(executed="plan", target_regex=".*" if late_names else None)
+        task_cell, task_grade = later(cells), create_after(executed="plan")(grades)
 
+    info.fresh_db = not (session.out / store.DEP_FILE).exists()
     generators: dict[str, Any] = {
         "DOIT_CONFIG": {
-            "backend": DOIT_BACKEND,
+            # brigade's own doit runs register a guarded one (reporter.CacheDB)
+            "backend": DOIT_BACKEND if late_names else CACHE_BACKEND,
             "dep_file": dep_file(session.out),
             "reporter": make_reporter(info),
             # seats are subprocesses: threads are enough and need no pickling or fork
@@ -503,12 +583,45 @@ def namespace(
         },
         "task_plan": lambda: plan_task(session),
         "task_cell": task_cell,
-        "task_grade": lambda: grade_tasks(chosen, session.ctx),
-        "task_summary": lambda: summary_task(chosen, session, scheduler is not None),
+        "task_grade": task_grade,
+        "task_summary": lambda: summary_task(wiring, scheduler is not None),
     }
     if scheduler is not None:
         generators["task_collect"] = lambda: collect_task(scheduler, session, info)
     return generators
+
+
+def names_of_run(session: Session, tasks: Mapping[str, Any], selected: Sequence[str]) -> Named:
+    """The task names a plain doit run was given, resolved against the plan (NoSuchTask,
+    exit 2, for one that names nothing), from the tasks doit selected: every task when it
+    was given none; a cell's or a grade's placeholder (created later) by its name; a name
+    of no task by what doit handed the cell tasks' creator (its `target_regex` task, whose
+    file_dep is the name as given)."""
+    if not selected:
+        raise InputError(
+            "no task is selected: doit matches a pattern such as 'cell:greet:*' only against "
+            "the tasks it has before the plan runs; choose cells with cases=, seats=, trials= "
+            "or rerun=, or run the pattern through brigade doit 'cell:greet:*'"
+        )
+    loaded = [name for name, task in tasks.items() if not _stands_for_a_name(task)]
+    if list(selected) == loaded:
+        return Named(None)
+    words: list[str] = []
+    for name in selected:
+        task = tasks.get(name)
+        if task is not None and _stands_for_a_name(task) and task.file_dep:
+            words.extend(sorted(task.file_dep))
+        else:
+            words.append(name)
+    return names.resolve(
+        words, session.plan.cells, other_tasks(session), command="run", patterns=False
+    )
+
+
+def _stands_for_a_name(task: Any) -> bool:
+    """Whether doit made this task for a name on the command line that names no task (a
+    delayed creator's `target_regex` matched it): it has no actions and a loader."""
+    return getattr(task, "loader", None) is not None and bool(getattr(task, "file_dep", None))
 
 
 def check_programs(session: Session, chosen: Selection) -> None:
@@ -527,14 +640,30 @@ def check_programs(session: Session, chosen: Selection) -> None:
         )
 
 
-def _hand_to(scheduler: Scheduler, info: RunInfo) -> Hand:
-    """Hands a cell to the scheduler; the reporter counts it once its run is recorded."""
+def _hand_to(scheduler: Scheduler, info: RunInfo, jobs: int, plain: bool) -> Hand:
+    """Hands a cell to the scheduler; the reporter counts it once its run is recorded.
+
+    Under plain doit, `doit -n N` sizes doit's own threads, which only hand cells
+    over: a dodo cannot read doit's options, so the cap of seat runs is `jobs=N`.
+    A hand-over from one of doit's threads while that cap is 1 says so once.
+    """
+    said: list[bool] = []
 
     def hand(cell: Cell) -> None:
+        if plain and jobs == 1 and not said and threading.current_thread() is not MAIN_THREAD:
+            said.append(True)
+            sys.stderr.write(f"brigade: {JOBS_NOTE}\n")
         info.handed.add(cell.cell_id)
         scheduler.add(cell)
 
     return hand
+
+
+MAIN_THREAD = threading.main_thread()
+JOBS_NOTE = (
+    "doit -n N sizes doit's own threads, which only hand the cells over: one seat runs at a "
+    "time; jobs=N runs N at once (or brigade doit -n N)"
+)
 
 
 def _launch_notes(session: Session) -> Callable[[Cell], list[str]]:
@@ -604,6 +733,7 @@ DOIT_VARIABLES = (
     "rerun",
     "quiet",
     "progress_rate",
+    "jobs",
 )
 EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
 DEFAULT_MANIFEST = "manifests/demo.yaml"
@@ -686,6 +816,7 @@ def options_from_variables(variables: dict[str, str]) -> Options:
         rerun=_names(variables.get("rerun")),
         quiet=_flag("quiet", variables.get("quiet", "0")),
         progress_rate=_count("progress_rate", variables.get("progress_rate")),
+        jobs=max(1, _count("jobs", variables.get("jobs")) or 1),
     )
 
 
@@ -720,145 +851,139 @@ def _sandbox(value: str | None) -> SandboxMode | None:
     raise BrigadeError(f"doit variable sandbox={value!r}: use auto, required or off")
 
 
-def _doit_execute() -> dict[str, Any]:
-    """The locals of the doit command importing the dodo right now ({} when doit is not
-    importing it: doit passes the dodo nothing that says so, it is found on the stack)."""
-    from doit.cmd_base import DoitCmdBase
-
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code is DoitCmdBase.execute.__code__:
-            return frame.f_locals
-        frame = frame.f_back
-    return {}
-
-
-def doit_command() -> tuple[Any | None, tuple[str, ...]]:
-    """The doit command importing the dodo right now (run, list, info, ...) and the
-    positional arguments it was given; (None, ()) when doit is not importing it."""
-    found = _doit_execute()
-    args = found.get("args") or ()
-    return found.get("self"), tuple(str(arg) for arg in args)
-
-
-def doit_jobs() -> int:
-    """How many seat runs `doit -n N` allows at once (1 without -n).
-
-    The cell tasks only hand their cells to brigade's scheduler, which runs up
-    to N seats in threads of doit's own process: `-P process` (doit's default
-    parallel type when given on the command line) would fork them away from it.
-    """
-    params = _doit_execute().get("params") or {}
-    jobs = params.get("num_process") or 0
-    explicit: set[str] = getattr(params, "_non_default_keys", set())
-    if jobs and params.get("par_type") == "process" and "par_type" in explicit:
-        raise InputError(
-            "doit -P process: brigade runs the seats in threads of doit's own process; "
-            "drop -P process (-n N alone runs N seats at once)"
-        )
-    return max(1, int(jobs))
-
-
-def doit_options() -> Mapping[str, Any]:
-    """The options of the doit command importing the dodo (doit's parsed `params`; empty
-    when doit is not importing it). `_non_default_keys` names those given explicitly."""
-    params: Mapping[str, Any] = _doit_execute().get("params") or {}
-    return params
-
-
 # doit commands that neither run tasks nor write doit's DB: they take no lock
 READING_COMMANDS = frozenset({"list", "info", "help", "dumpdb", "tabcompletion"})
 # doit commands that expand `*` in task names (doit's run and clean; brigade's forget)
 EXPANDING_COMMANDS = frozenset({"run", "forget", "clean"})
 
 
-def command_name(command: Any | None) -> str | None:
-    """A doit command's name (`run`, `list`, ...); None when doit is not importing the dodo."""
-    if command is None:
-        return None
-    name = getattr(command, "name", None) or type(command).__name__.lower()
-    return str(name)
+@dataclass(frozen=True)
+class Invocation:
+    """The doit command a namespace is built for, as far as brigade can know it.
+
+    Under plain `doit` the dodo is imported before doit says which command runs
+    (`command` None): doit's public API gives a dodo its variables (`get_var`)
+    and nothing else, so brigade's reporter learns the task names when the run
+    starts. `brigade doit` and `brigade run` load the tasks themselves (a
+    `TaskLoader2`, front/doitcmd) and know all of it.
+    """
+
+    command: str | None = None  # run, list, info, forget, ... (None: plain doit)
+    args: tuple[str, ...] = ()  # the task names on the command line
+    jobs: int | None = None  # doit's -n, when brigade parsed it (brigade doit)
+    always: bool = False  # doit's -a (brigade doit)
+
+    @property
+    def known(self) -> bool:
+        """Whether the command is known (brigade doit, brigade run)."""
+        return self.command is not None
+
+    def writes(self) -> bool:
+        """Whether the command writes to the output directory: it runs tasks, or changes
+        doit's DB there (`forget`, `ignore`, `reset-dep`, `clean`). Unknown (plain doit):
+        assume it does, so the lock is taken before the output directory is read."""
+        return self.command is None or self.command not in READING_COMMANDS
+
+    def runs(self) -> bool:
+        """Whether the command runs tasks (`run`; unknown: a run is assumed, and a listing
+        command is told apart when it asks for the cell tasks before any run started)."""
+        return self.command is None or self.command == "run"
 
 
-def writes(command: Any | None) -> bool:
-    """Whether a doit command writes to the output directory: it runs tasks, or changes
-    doit's DB there (`forget`, `ignore`, `reset-dep`, `clean`). `list`, `info`, `help`
-    only read; when unsure (not imported by doit), assume it writes."""
-    return command is None or command_name(command) not in READING_COMMANDS
+def command_line_variables() -> dict[str, str]:
+    """The doit variables of this process's command line, under plain doit.
 
+    doit gives a dodo its variables one by one (`get_var`), not their names, so a
+    misspelt one would pass unseen. doit reads every argument that does not start
+    with `-` and holds a `=` as a variable; each such argument of this process
+    that `get_var` confirms is one, known or not (unknown ones are refused).
+    """
+    from doit import get_var
 
-def runs(command: Any | None) -> bool:
-    """Whether a doit command runs tasks (`run`; else every cell gets a task to name)."""
-    return command is None or bool(getattr(command, "execute_tasks", False))
+    found: dict[str, str] = {}
+    for name in DOIT_VARIABLES:
+        value = get_var(name)
+        if value is not None:
+            found[name] = str(value)
+    for arg in sys.argv[1:]:
+        if arg[:1] != "-" and "=" in arg:
+            name, value = arg.split("=", 1)
+            if name not in found and get_var(name) == value:
+                found[name] = value
+    return found
 
 
 @dataclass
 class Loaded:
-    """What the dodo loaded, for brigade's own doit commands (front/doitcmd)."""
+    """What a namespace was built from (for brigade's own doit commands, front/doitcmd)."""
 
     session: Session
     choice: Choice
+    info: RunInfo
+    namespace: dict[str, Any]
 
 
-# set by dodo_namespace while doit runs a command over brigade's dodo
-loaded: Loaded | None = None
+def dodo_namespace(
+    variables: Mapping[str, str], invocation: Invocation | None = None
+) -> dict[str, Any]:
+    """Everything a dodo exposes for these variables (see `load_namespace`)."""
+    return load_namespace(variables, invocation).namespace
 
 
-def dodo_namespace(variables: dict[str, str]) -> dict[str, Any]:
-    """Everything dodo.py exposes; bad input prints one line and exits 2.
+def load_namespace(variables: Mapping[str, str], invocation: Invocation | None = None) -> Loaded:
+    """Everything a dodo exposes for these variables; bad input prints one line and exits 2.
 
-    A doit command that writes (runs tasks, or changes doit's DB) takes the
-    output directory's lock first (waiting for it with wait=1), before the
-    output directory is read: what the tasks are built from is what the run
-    finds, whoever wrote there before. Task names on the command line are
-    resolved against the plan: a name that names nothing exits 2 with the
-    closest names, as a bad invocation does.
+    A doit command that writes (runs tasks, or changes doit's DB; under plain
+    doit, any command) takes the output directory's lock first (waiting for it
+    with wait=1), before the output directory is read and before doit opens its
+    DB there: what the tasks are built from is what the run finds, whoever wrote
+    there before, and a refused command leaves doit's DB untouched. Task names
+    are resolved against the plan: a name that names nothing exits 2 with the
+    closest names, as a bad invocation does (under plain doit when the run
+    starts: `front/reporter`).
     """
-    global loaded
-    command, args = doit_command()
-    name = command_name(command)
+    invocation = invocation or Invocation()
     try:
-        options = dataclasses.replace(options_from_variables(variables), jobs=doit_jobs())
-        params = doit_options()
-        if runs(command) and params.get("always"):
-            options = dataclasses.replace(options, always=True)  # doit -a: new attempts
-        inputs = load_inputs(options.manifest, options.roster, options.workspace)
-        if writes(command):
-            lock_output(options, inputs[0])
-        session = open_session(options, inputs)
-        named = names.resolve(
-            args,
-            session.plan.cells,
-            other_tasks(session),
-            command=name or "run",
-            patterns=name in EXPANDING_COMMANDS,
-        )
-        choice = choose(session, named)
-        info = run_info(session)
-        info.end_process = True
-        generators = namespace(session, info, listing=not runs(command), choice=choice)
-        if name == "forget" and not type(command).__module__.startswith("brigade."):
-            sys.stderr.write(printable(f"brigade: {FORGET_NOTE}\n"))
-        if runs(command) and "reporter" in getattr(params, "_non_default_keys", ()):
-            _keep_the_run_with(command, params["reporter"], info)
-        loaded = Loaded(session, choice)
-        return generators
+        return _namespace_for(dict(variables), invocation)
     except BrigadeError as exc:
         for line in str(exc).splitlines():
             sys.stderr.write(printable(f"brigade: {line}\n"))
+        lock.discard_refused()
         raise SystemExit(exc.exit_code) from None
 
 
-FORGET_NOTE = (
-    "doit forget clears only doit's cache here: the output directory is the truth, so "
-    "forgotten cells stay finished; `doit rerun=CASE:SEAT:TRIAL` or `brigade rerun DIR "
-    "CASE:SEAT:TRIAL` runs a cell again as a new attempt"
-)
+def _namespace_for(variables: dict[str, str], invocation: Invocation) -> Loaded:
+    options = options_from_variables(variables)
+    if invocation.jobs is not None:
+        options = dataclasses.replace(options, jobs=max(1, invocation.jobs))
+    if invocation.always and invocation.runs():
+        options = dataclasses.replace(options, always=True)  # doit -a: new attempts
+    inputs = load_inputs(options.manifest, options.roster, options.workspace)
+    if invocation.writes():
+        lock_output(options, inputs[0])
+        if not invocation.known:
+            # plain doit may be listing: a lock that nothing used (no run released it) goes
+            # with what taking it made (`doit list` in a fresh project leaves no folder)
+            atexit.register(lock.discard_refused)
+    session = open_session(options, inputs)
+    info = run_info(session)
+    if invocation.known:
+        named = names.resolve(
+            invocation.args,
+            session.plan.cells,
+            other_tasks(session),
+            command=invocation.command or "run",
+            patterns=invocation.command in EXPANDING_COMMANDS,
+        )
+        choice = choose(session, named)
+        built = namespace(session, info, listing=not invocation.runs(), choice=choice)
+        return Loaded(session, choice, info, built)
+    # plain doit: the process ends right after the run; the task names come with it
+    info.end_process = True
+    choice = choose(session)
+    return Loaded(session, choice, info, namespace(session, info, choice=choice, late_names=True))
 
 
-def _keep_the_run_with(command: Any, reporter: Any, info: RunInfo) -> None:
-    """`doit -r NAME`: doit would use that reporter instead of brigade's. It still reports
-    (its output as usual), inside brigade's: the lock, progress and exit code stay."""
-    reporters = getattr(command, "reporters", None)
-    if isinstance(reporter, str) and isinstance(reporters, dict) and reporter in reporters:
-        reporters[reporter] = make_reporter(info, inner=reporters[reporter])
+def plain_doit_namespace() -> dict[str, Any]:
+    """What `from brigade.dodo import *` gives a dodo run by plain `doit`."""
+    return dodo_namespace(command_line_variables())

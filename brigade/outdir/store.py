@@ -438,3 +438,14 @@ def write_receipt(out: Path, receipt: dict[str, Any], *, durable: bool = True) -
             attempt_dir(out, cell_id, number) / RECEIPT_FILE, data, durable=durable, sync_dir=False
         )
     atomic_write_bytes(cell_dir(out, cell_id) / RECEIPT_FILE, data, durable=durable)
+
+
+def remove_fresh_db(out: Path) -> None:
+    """Remove the doit DB a refused run wrote on its way out where there was none before
+    (doit writes it whatever its reporter says; it is only a cache)."""
+    path = out / DEP_FILE
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            path.unlink()
+    except OSError:
+        pass
