@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from importlib import resources
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -17,13 +16,15 @@ PACKAGE = Path(__file__).resolve().parents[1]
 
 @functools.cache
 def schema_folder() -> Path:
-    """Where the schema files are: package data in an installed wheel
-    (brigade.schema_files), the top-level schemas/ of a source checkout otherwise."""
-    try:
-        folder = resources.files("brigade.schema_files")
-    except ModuleNotFoundError:
-        return PACKAGE.parent / "schemas"
-    return Path(str(folder))
+    """Where the schema files are: package data beside the modules in an installed wheel
+    (brigade/schema_files/), the top-level schemas/ of a source checkout (an editable
+    install maps brigade.schema_files there) otherwise."""
+    installed = PACKAGE / "schema_files"
+    if installed.is_dir():
+        return installed
+    # (importlib.resources names the folder of a package without __init__.py by a
+    # MultiplexedPath, whose str() is no path: an installed wheel found no schema)
+    return PACKAGE.parent / "schemas"
 
 
 def schema_text(name: str) -> str:
