@@ -466,26 +466,30 @@ def test_outputs_of_the_wrong_kind_are_refused_on_one_line(
 
 
 def test_doits_db_write_failing_is_one_line_and_keeps_the_results(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import errno
 
-    from doit.globals import Globals
+    from doit.dependency import JSONCodec
 
     from brigade.front import reporter
+    from brigade.outdir import store
 
-    class Manager:
-        def close(self) -> None:
-            raise OSError(errno.ENOSPC, "No space left on device", "/o/.doit.db")
+    def full(path: Path, data: bytes, **_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(Globals, "dep_manager", Manager())
-    refused: list[str] = []
-    reporter._guard_db_dump(refused)
-    Globals.dep_manager.close()
-    assert refused == [
-        "cannot write /o/.doit.db: No space left on device (doit's DB, a cache: the results "
-        "are kept)"
+    db = reporter.CacheDB(str(tmp_path / ".doit.db"), JSONCodec())
+    db.set("plan", "result:", "x")
+    monkeypatch.setattr(store, "atomic_write_bytes", full)
+    db.dump()  # (doit calls it when the run ends; the reporter says the problem after)
+    assert reporter.CacheDB.problems == [
+        f"cannot write {tmp_path / '.doit.db'}: No space left on device (doit's DB, a cache: "
+        "the results are kept)"
     ]
+    reporter.CacheDB.problems.clear()
+    monkeypatch.undo()
+    db.dump()
+    assert (tmp_path / ".doit.db").read_text() == '{"plan": {"result:": "x"}}'
 
 
 def test_storage_problems_name_the_target_of_an_atomic_write() -> None:
