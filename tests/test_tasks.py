@@ -109,7 +109,10 @@ def test_the_namespace_wires_every_task(finished_battery: Project) -> None:
     names = tasks.namespace(session)
     assert sorted(names) == ["DOIT_CONFIG", "task_cell", "task_grade", "task_plan", "task_summary"]
     config = names["DOIT_CONFIG"]
-    assert (config["backend"], config["par_type"]) == ("json", "thread")
+    # brigade's own doit runs: its backend plugin (reporter.CacheDB); plain doit: doit's json
+    assert (config["backend"], config["par_type"]) == ("brigade-json", "thread")
+    plain = tasks.namespace(session_of(finished_battery), late_names=True)["DOIT_CONFIG"]
+    assert plain["backend"] == "json"
     assert config["dep_file"] == str(finished_battery.out / ".doit.db")
     plan = names["task_plan"]()
     assert plan["uptodate"] == [True]  # plan.json and its index hold this plan
