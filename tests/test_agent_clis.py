@@ -292,6 +292,12 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
             "Your access token could not be refreshed because your refresh token was revoked. "
             "Please log out and sign in again.",
         ),
+        "nomodel": (
+            "model_unavailable",
+            "unexpected status 404 Not Found: The model `m-1` does not exist or you do not have "
+            "access to it., url: http://127.0.0.1:18766/v1/responses, request id: "
+            "req_test_fixture_0001",
+        ),
     }
     for case, (kind, message) in lasting.items():
         project.write_manifest([{"id": case, "prompt": case}], seats=("codex",))
@@ -299,7 +305,7 @@ def test_codex_app_server_transport(project: Project, fake_bin: Path) -> None:
         assert done.returncode == 3, done.stderr
         assert outcome(project.receipt(f"{case}:codex:1")) == ("adapter_error", None, kind)
         assert failure(case) == (kind, message)
-        article = "an" if kind == "auth" else "a"
+        article = "an" if kind == "auth" else "a"  # model_unavailable: "a"
         assert done.stderr.splitlines()[-1] == (
             f"brigade: seat codex stopped after {article} {kind} fault: {message}; "
             "0 cells not started"

@@ -28,6 +28,10 @@ OPENAI_404 = (
     'you do not have access to it.", "type": "invalid_request_error", "param": null, "code": '
     '"model_not_found"}}'
 )
+OPENAI_404_URL = (
+    "unexpected status 404 Not Found: The model `m-1` does not exist or you do not have access "
+    "to it., url: http://127.0.0.1:18766/v1/responses, request id: req_test_fixture_0001"
+)
 QWEN_404 = "[API Error: 404 The model `m-1` does not exist or you do not have access to it.]"
 
 # sample -> (answer, fault kind, fault message or None for "any", input, output, cost)
@@ -86,6 +90,10 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
         "error: unexpected argument '--bogus-flag' found",
         *[None] * 3,
     ),
+    "codex-0.99.0-404": ("", "model_unavailable", OPENAI_404_URL, None, None, None),
+    "codex-0.99.0-ok": ("All good.", None, None, 1200, 4, None),
+    "codex-0.99.0-app-server-404": ("", "model_unavailable", OPENAI_404_URL, None, None, None),
+    "codex-0.99.0-app-server-ok": ("All good.", None, None, 1200, 4, None),
     "gemini-0.6.1-stream-json": (
         "",
         "cli_incompatible",
@@ -166,6 +174,10 @@ def test_real_output_is_read(name: str) -> None:
         ("claude-1.0.30-404", "claude-2.1.38-404"),
         ("codex-0.42.0-ok", "codex-0.44.0-ok"),
         ("codex-0.42.0-404", "codex-0.44.0-404"),
+        ("codex-0.44.0-ok", "codex-0.99.0-ok"),
+        ("codex-0.44.0-404", "codex-0.99.0-404"),
+        ("codex-0.99.0-ok", "codex-0.99.0-app-server-ok"),
+        ("codex-0.99.0-404", "codex-0.99.0-app-server-404"),
         ("qwen-0.1.4-ok", "qwen-0.7.1-ok"),
         ("qwen-0.7.1-ok", "qwen-0.24.4-ok"),
         ("qwen-0.7.1-404", "qwen-0.24.4-404"),

@@ -85,6 +85,8 @@ class AiderAdapter(AgentCli):
     """aider with `--message`, no commits, history files kept in the run folder."""
 
     name = "aider"
+    # --reasoning-effort came in 0.73.0 (0.72.0 has none); the other flags are older
+    min_version: str | None = "0.73.0"
     binary = "aider"
     state_paths = ("~/.aider",)
 

@@ -48,6 +48,8 @@ class CopilotAdapter(AgentCli):
     """GitHub Copilot CLI, prompt piped on stdin, JSONL events."""
 
     name = "copilot"
+    # --output-format json came in 0.0.423 (0.0.420 has none)
+    min_version: str | None = "0.0.423"
     binary = "copilot"
     state_paths = ("~/.copilot",)
 

@@ -192,6 +192,25 @@ def run_turn(
         emit({"method": "error", "params": {"error": err, "willRetry": False, **ids}})
         turn_done("thr_1", "failed", err)
         return
+    if "nomodel" in prompt:
+        # as codex 0.99.0 printed it (tests/data/cli_samples/codex-0.99.0-app-server-404)
+        details = (
+            "unexpected status 404 Not Found: The model `m-1` does not exist or you do not "
+            "have access to it., url: http://127.0.0.1:18766/v1/responses, request id: "
+            "req_test_fixture_0001"
+        )
+        info = {"responseStreamDisconnected": {"httpStatusCode": 404}}
+        for attempt in range(1, 6):
+            retry = {
+                "message": f"Reconnecting... {attempt}/5",
+                "codexErrorInfo": info,
+                "additionalDetails": details,
+            }
+            emit({"method": "error", "params": {"error": retry, "willRetry": True, **ids}})
+        err = {"message": details, "codexErrorInfo": "other", "additionalDetails": None}
+        emit({"method": "error", "params": {"error": err, "willRetry": False, **ids}})
+        turn_done("thr_1", "failed", err)
+        return
     if "context" in prompt:
         err = {"message": "context window exceeded", "codexErrorInfo": "contextWindowExceeded"}
         turn_done("thr_1", "failed", err)
