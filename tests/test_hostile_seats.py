@@ -326,3 +326,117 @@ def test_a_setsid_child_without_brigade_variables_ends_with_its_cell(
         assert len(found) == 2
         for pid in found:  # the escapee and its child: both ended with the run's cells
             assert not alive(pid), (case, pid)
+
+
+# --- item 6: inherited credentials and what an exec: seat writes as its usage ----------
+
+ANTHROPIC_KEY = "sk-ant-api03-Zq9Xw2Lp7Rt4Vb8Nm1Kc6Hd3Fg5Js0Ye-inherited"
+GITHUB_KEY = "ghp_9f8e7d6c5b4a3928171615141312111009aa"
+PASSWORD = "p<a>&\"ss'w0rd-of-the-database"  # escaped differently by JSON, repr and HTML
+CORP = "corp-conn://svc:hunter2@db.internal:5432/prod"  # named by the roster's secrets.env
+ROSTER_ENV = "roster-env-value-for-the-session-id"
+CREDENTIALS = {
+    "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+    "GITHUB_TOKEN": GITHUB_KEY,
+    "DB_PASSWORD": PASSWORD,
+    "CORP_CONN": CORP,
+}
+LEAKING_SEAT = """\
+import json, os, sys
+prompt = sys.stdin.read()
+values = [os.environ[name] for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD",
+                                       "CORP_CONN", "SESSION_SEED")]
+# every value as it is, JSON-escaped and repr'd, then long runs of each back to back, so
+# that every cut a report makes (1,500, 2,000, 4,000, 8,000 characters) falls inside one
+print(" ".join(values))
+print(json.dumps(values), repr(values))
+for value in values:
+    print(" ".join([value] * 220))
+usage = {
+    "input_tokens": 10,
+    "output_tokens": 5,
+    "model": os.environ["SESSION_SEED"] + "@" + os.path.abspath(__file__),
+    "models": {os.environ["ANTHROPIC_API_KEY"]: {"input_tokens": 10}},
+    "session_id": os.environ["SESSION_SEED"],
+}
+with open(os.environ["BRIGADE_USAGE_FILE"], "w") as handle:
+    json.dump(usage, handle)
+if "fault" in prompt:
+    print("transport_drop: lost " + " ".join(values * 40), file=sys.stderr)
+    sys.exit(75)
+"""
+
+
+def leaked(project: Project, values: list[str]) -> list[str]:
+    """Every file of export/ and report/ holding a value, an escaped form of it, or a cut
+    piece (its first or last 16 characters)."""
+    from brigade.core.projection import escaped_forms
+
+    found = []
+    files = [p for folder in ("export", "report") for p in (project.out / folder).rglob("*")]
+    texts = {p: p.read_text(errors="replace") for p in files if p.is_file()}
+    assert texts
+    for value in values:
+        forms = [value, *escaped_forms(value)]
+        pieces = {piece for form in forms for piece in (form[:16], form[-16:], form)}
+        for path, text in texts.items():
+            found += [f"{path.name}: {piece!r}" for piece in sorted(pieces) if piece in text]
+    return found
+
+
+def test_inherited_credentials_and_usage_text_never_leave_the_output_directory(
+    project: Project,
+) -> None:
+    seat = script(project, "leak.py", LEAKING_SEAT)
+    env = {"SESSION_SEED": ROSTER_ENV}
+    project.write_roster(
+        {"agent": {"cli": seat, "env": env}},
+        secrets={"env": ["corp_*"]},  # a pattern, in any case
+    )
+    project.write_manifest([{"id": "says", "prompt": "x"}, {"id": "fault", "prompt": "fault"}])
+    done = project.run(**CREDENTIALS)
+    assert done.returncode == 3, done.stderr  # the fault is a measurement failure, no leak
+    assert "leak" not in done.stderr, done.stderr
+    assert project.states() == {"says:agent:1": "unscored", "fault:agent:1": "adapter_error"}
+    values = [*CREDENTIALS.values(), ROSTER_ENV, str(project.root)]
+    assert leaked(project, values) == []
+    # the seat did write them: they are in the output directory, and nowhere else
+    answer = (Path(project.receipt("says:agent:1")["run_dir"]) / "final.txt").read_text()
+    assert all(value in answer for value in CREDENTIALS.values())
+    exported = json.loads(
+        (
+            project.out / "export" / "cells" / f"{project.receipt('says:agent:1')['cell_id']}.json"
+        ).read_text()
+    )
+    usage = exported["usage"]
+    assert (usage["session_id"], usage["model"], list(usage["models"])) == (
+        "<redacted>",
+        "<redacted>@<manifest-dir>/leak.py",  # (the manifest and roster share a folder)
+        ["<redacted>"],
+    )
+    assert json.loads((project.out / "plan.json").read_text())["secrets"] == {"env": ["corp_*"]}
+    # `brigade export` (the plan's secrets.env from plan.json) and `brigade report` too
+    dest = project.root / "shared"
+    done = project.brigade("export", str(project.out), "--to", str(dest), **CREDENTIALS)
+    assert done.returncode == 0, done.stderr
+    texts = [p.read_text() for p in dest.rglob("*.json")]
+    assert texts and not any(v in t for v in CREDENTIALS.values() for t in texts)
+
+
+def test_a_credential_that_appears_later_scrubs_the_export_and_report_again(
+    project: Project,
+) -> None:
+    later = "sk-proj-Kq2Wm9Xv4Lz7Pn3Rt8Yb1Gc6-arrives-later"
+    project.write_manifest([{"id": "c", "prompt": f"answer: the key is {later}"}])
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    assert leaked(project, [later]) != []  # no secret yet: an answer like any other
+    # the same output directory, nothing to run, with that value now a credential here
+    done = project.run(OPENAI_API_KEY=later)
+    assert done.returncode == 0, done.stderr
+    assert project.launches() == 1
+    assert leaked(project, [later]) == []
+    # and the same for doit, the other way round (the value is no longer secret: shown)
+    done = project.doit()
+    assert done.returncode == 0, done.stderr
+    assert leaked(project, [later]) != []

@@ -660,3 +660,104 @@ def test_html_and_xml_escaped_forms_of_a_secret_are_found_and_replaced(shown: st
     assert find_leaks_in_text("p.html", f"key: {html.escape(token)[:33]}", values) == [
         Leak("p.html", "(text)", "env value")
     ]
+
+
+# -- inherited credentials, usage text, cut pieces (issue 27, item 6) --------------------
+
+
+def test_credential_values_are_those_of_credential_like_variables() -> None:
+    from brigade.core.projection import credential_values
+
+    environ = {
+        "ANTHROPIC_API_KEY": "sk-ant-0123456789",
+        "ANTHROPIC_MODEL": "claude-sonnet-4-5",  # configuration, not a credential
+        "OPENAI_BASE_URL": "https://proxy.internal/v1",  # a provider's own: secret
+        "GITHUB_TOKEN": "ghp_abcdefghij",
+        "my_service_token": "lowercase-names-too",
+        "DB_PASSWORD": "hunter22",
+        "SHORT_TOKEN": "1234567",  # under 8 characters: nobody's secret
+        "CI": "true",
+        "HOME": "/root",
+        "CORP_CONN": "corp://u:p@host/db",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-0123",
+    }
+    assert credential_values(environ) == sorted(
+        [
+            "sk-ant-0123456789",
+            "https://proxy.internal/v1",
+            "ghp_abcdefghij",
+            "lowercase-names-too",
+            "hunter22",
+            "aws-secret-0123",
+        ]
+    )
+    # the roster's names (and patterns, in any case) count too, a *_MODEL named as well
+    named = credential_values(environ, ["corp_*", "ANTHROPIC_MODEL"])
+    assert "corp://u:p@host/db" in named and "claude-sonnet-4-5" in named
+
+
+def test_usage_model_ids_and_session_ids_are_free_text() -> None:
+    from brigade.core.projection import GRADER_RESULT_ROLES
+
+    secret = "roster-secret-value-0042"
+    secrets = make_secrets([], [("/srv/out", ".")], [secret], roots=["srv"])
+    usage = {
+        "input_tokens": 3,
+        "cost_source": "unknown",
+        "model": f"{secret}@/srv/models/m",
+        "session_id": secret,
+        "models": {secret: {"input_tokens": 3}, "/srv/a": {"input_tokens": 1}, "ok": {}},
+    }
+    receipt = {"usage": usage, "attempts_usage": [{"attempt": 1, "usage": usage}]}
+    projected = project_receipt(receipt, "/srv/out", secrets)
+    expected = {
+        "input_tokens": 3,
+        "cost_source": "unknown",
+        "model": "<redacted>@<path>",
+        "session_id": REDACTED,
+        "models": {REDACTED: {"input_tokens": 3}, "<path>": {"input_tokens": 1}, "ok": {}},
+    }
+    assert projected["usage"] == expected
+    assert projected["attempts_usage"] == [{"attempt": 1, "usage": expected}]
+    assert find_leaks_in_json("c.json", projected, secrets, RECEIPT_ROLES) == []
+    # the leak check reads the keys of `models` as free text
+    found = find_leaks_in_json("c.json", receipt, secrets, RECEIPT_ROLES)
+    assert {leak.where for leak in found} >= {
+        "usage.models." + secret + " (key)",
+        "usage.session_id",
+        "usage.model",
+    }
+    grader = {"usage": usage}
+    assert project_text(secret, secrets) == REDACTED
+    assert find_leaks_in_json("g.json", grader, secrets, GRADER_RESULT_ROLES) != []
+    # two keys projected alike stay apart
+    two = project_receipt(
+        {"usage": {"models": {secret: {}, f"{secret}": {}, REDACTED: {}}}}, "/srv/out", secrets
+    )
+    assert list(two["usage"]["models"]) == [REDACTED, f"{REDACTED} (2)"]
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ("lost ghp_9f8e7d6c5b4a39...", "lost <redacted>..."),
+        ("quoted: ghp_9f8e7d6c5b…", "quoted: <redacted>…"),
+        ("…3928171615141312111009aa was it", "…<redacted> was it"),
+        ("an ordinary cut…", "an ordinary cut…"),
+        ("wait... and g...", "wait... and g..."),
+    ],
+)
+def test_a_piece_of_a_value_beside_a_cut_marker_is_a_secret_too(text: str, scrubbed: str) -> None:
+    secrets = make_secrets([], [], ["ghp_9f8e7d6c5b4a3928171615141312111009aa"])
+    assert scrub_text(text, secrets) == scrubbed
+    leaks = find_leaks_in_json("f.json", {"detail": text}, secrets, {"detail": "text"})
+    assert bool(leaks) == (text != scrubbed)
+
+
+def test_a_text_read_in_part_loses_the_start_of_a_secret_at_its_end() -> None:
+    from brigade.core.projection import without_cut_secret
+
+    secrets = make_secrets(["a prompt long enough to count"], [], ["sk-ant-0123456789abcdef"])
+    assert without_cut_secret("answer: sk-ant-0123", secrets) == "answer: "
+    assert without_cut_secret("answer: a prompt long", secrets) == "answer: "
+    assert without_cut_secret("answer: nothing of it", secrets) == "answer: nothing of it"

@@ -61,6 +61,8 @@ class Plan:
     context: dict[str, str] | None = None  # manifest, roster, workspace (absolute paths)
     # the roster's price table (model id -> price): what costs are priced with, not identity
     prices: Mapping[str, Price] = field(default_factory=dict)
+    # the roster's `secrets.env`: variables whose values the export and report scrub too
+    secret_env: tuple[str, ...] = ()
 
     def document(self) -> dict[str, Any]:
         """plan.json content."""
@@ -75,6 +77,8 @@ class Plan:
             doc["context"] = dict(self.context)
         if self.prices:
             doc["prices"] = prices_document(self.prices)
+        if self.secret_env:
+            doc["secrets"] = {"env": list(self.secret_env)}
         return doc
 
 
@@ -270,24 +274,32 @@ def cells_key(
     cells: list[Cell],
     context: dict[str, str] | None,
     prices: Mapping[str, Price] | None = None,
+    secret_env: tuple[str, ...] = (),
 ) -> str:
     """A digest that changes whenever plan.json would (stale cells aside): a changed price
     changes it too, so the summary and the report made for the plan are made again."""
-    material = canonical_json(
-        {
-            "name": name,
-            "manifest_digest": manifest_digest,
-            "context": context,
-            "cells": [cell.cell_id for cell in cells],
-            "prices": prices_document(prices or {}),
-        }
-    )
-    return text_digest(material)
+    document: dict[str, Any] = {
+        "name": name,
+        "manifest_digest": manifest_digest,
+        "context": context,
+        "cells": [cell.cell_id for cell in cells],
+        "prices": prices_document(prices or {}),
+    }
+    if secret_env:  # (names only: the values are never in a key of the plan)
+        document["secret_env"] = list(secret_env)
+    return text_digest(canonical_json(document))
 
 
 def plan_key(plan: Plan) -> str:
     """The key of a plan (as cells_key): what summary.json's sidecar records."""
-    return cells_key(plan.name, plan.manifest_digest, list(plan.cells), plan.context, plan.prices)
+    return cells_key(
+        plan.name,
+        plan.manifest_digest,
+        list(plan.cells),
+        plan.context,
+        plan.prices,
+        plan.secret_env,
+    )
 
 
 def build_plan(
@@ -306,6 +318,7 @@ def build_plan(
         stale_cells=tuple(stale_cells(cells, previous)),
         context=context,
         prices=roster.prices,
+        secret_env=roster.secret_env,
     )
 
 
@@ -407,4 +420,5 @@ def plan_from_document(doc: dict[str, Any]) -> Plan:
         stale_cells=tuple(doc.get("stale_cells", [])),
         context=doc.get("context"),
         prices={model: price_from_document(raw) for model, raw in doc.get("prices", {}).items()},
+        secret_env=tuple((doc.get("secrets") or {}).get("env") or ()),
     )

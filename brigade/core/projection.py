@@ -22,8 +22,9 @@ import json
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from functools import cached_property
 from typing import Any, Literal, Union
 
@@ -243,6 +244,12 @@ class Matcher:
             grouped.setdefault(text[:WINDOW], ([], []))[1].append(paths[text])
         for window, (texts, folders) in grouped.items():
             self._texts[window] = (texts, folders, max(map(len, texts), default=0))
+        # every form and known folder, sorted: which of them a cut text's end begins
+        self._sorted = sorted({*forms, *paths})
+        # env values' forms, and reversed: what a cut marker in a text may have cut short
+        values = [text for text, form in forms.items() if form.kind == "env value"]
+        self._values = sorted(values)
+        self._reversed = sorted(value[::-1] for value in values)
         self._automaton = ahocorasick.Automaton()
         for window in self._texts:
             self._automaton.add_word(window, window)
@@ -371,7 +378,39 @@ class Matcher:
                 s for s in secrets if not any(h.start < s.end and s.start < h.end for h in hunks)
             ]
             secrets = sorted(secrets + hunks, key=lambda f: f.start)
+        if not paths_only and self._values and ("..." in text or ELLIPSIS in text):
+            secrets = sorted(secrets + self._cut_values(text, secrets), key=lambda f: f.start)
         return sorted(secrets + self._absolute_paths(text, secrets), key=lambda f: f.start)
+
+    def _cut_values(self, text: str, taken: list[Found]) -> list[Found]:
+        """Pieces of env values that a cut of the text left beside its cut marker (`...` or
+        `…`): an end cut off after MIN_SUBSTRING or more characters (before the marker), or
+        a start cut off (after it). Shorter than WINDOW: longer ones are found anyway."""
+        found: list[Found] = []
+        for marker in ("...", ELLIPSIS):
+            at = text.find(marker)
+            while at != -1:
+                after = at + len(marker)
+                for start, end in (
+                    self._piece(text[max(0, at - WINDOW + 1) : at], self._values, at, False),
+                    self._piece(text[after : after + WINDOW - 1], self._reversed, after, True),
+                ):
+                    if end > start and not any(t.start < end and start < t.end for t in taken):
+                        found.append(Found(start, end, "env value", REDACTED, text[start:end]))
+                at = text.find(marker, after)
+        return found
+
+    @staticmethod
+    def _piece(near: str, forms: list[str], at: int, forward: bool) -> tuple[int, int]:
+        """The longest piece of `near` (the text before a marker ending at `at`, or after it
+        starting at `at` when `forward`) that is the start (or, forward, the end) of one of
+        `forms` (reversed when forward): (start, end) in the text, empty when none."""
+        for length in range(len(near), MIN_SUBSTRING - 1, -1):
+            piece = near[:length][::-1] if forward else near[-length:]
+            index = bisect.bisect_left(forms, piece)
+            if index < len(forms) and forms[index].startswith(piece):
+                return (at, at + length) if forward else (at - length, at)
+        return (0, 0)
 
     def kinds(self, text: str, *, first_only: bool = False, paths_only: bool = False) -> list[str]:
         """The kinds of secret found in text (all of them, or the first)."""
@@ -398,6 +437,17 @@ class Matcher:
             found = self.kinds(text, first_only=True, paths_only=paths_only)
             kind = self._first_seen[key] = found[0] if found else None
             return kind
+
+    def cut_tail(self, text: str) -> int:
+        """How many characters at the end of `text` (a text cut short) may be the start of a
+        secret too short to be recognised as one (under WINDOW characters: a longer start is
+        found and replaced); 0 when none."""
+        for length in range(min(WINDOW - 1, len(text)), 0, -1):
+            tail = text[-length:]
+            at = bisect.bisect_left(self._sorted, tail)
+            if at < len(self._sorted) and self._sorted[at].startswith(tail):
+                return length
+        return 0
 
     def replace(self, text: str, *, paths_only: bool = False) -> str:
         """Text with every secret replaced by its stand-in (longest match wins)."""
@@ -474,6 +524,56 @@ def _common_prefix(text: str, start: int, form: str) -> int:
     return low
 
 
+# Inherited environment variables whose values are credentials (patterns of names, as
+# fnmatch reads them, matched in upper case): a CLI usually takes its key from the
+# environment brigade runs in, and an agent can print it. The providers' own variables
+# are credentials whatever their suffix (ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY, ...).
+CREDENTIAL_VARIABLES = (
+    "*_API_KEY",
+    "*_APIKEY",
+    "*_API_KEYS",
+    "*_TOKEN",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*_PRIVATE_KEY",
+    "ANTHROPIC_*",
+    "CLAUDE_CODE_OAUTH_*",
+    "OPENAI_*",
+    "AZURE_OPENAI_*",
+    "GEMINI_*",
+    "GOOGLE_*",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_*",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+)
+# what those patterns take in that is configuration, not a credential: a model's id (it
+# names the models in every usage and price table)
+NOT_CREDENTIALS = ("*_MODEL", "*_MODELS")
+# shorter values are no secret of anyone's ("1", "true", "us-east")
+MIN_CREDENTIAL = 8
+
+
+def credential_values(environ: Mapping[str, str], names: Iterable[str] = ()) -> list[str]:
+    """The values in `environ` of credential-like variables (CREDENTIAL_VARIABLES, and the
+    roster's `secrets.env` `names`, patterns too) of MIN_CREDENTIAL characters or more."""
+    named = [name.upper() for name in names]  # what the roster names always counts
+    values = []
+    for name, value in environ.items():
+        if len(value) < MIN_CREDENTIAL:
+            continue
+        upper = name.upper()
+        if any(fnmatchcase(upper, pattern) for pattern in named) or (
+            any(fnmatchcase(upper, pattern) for pattern in CREDENTIAL_VARIABLES)
+            and not any(fnmatchcase(upper, pattern) for pattern in NOT_CREDENTIALS)
+        ):
+            values.append(value)
+    return sorted(set(values))
+
+
 def make_secrets(
     prompts: Iterable[str],
     paths: Iterable[tuple[str, str]],
@@ -516,6 +616,13 @@ def project_text(text: str, secrets: Secrets, limit: int | None = None) -> str:
     return scrubbed
 
 
+def without_cut_secret(text: str, secrets: Secrets) -> str:
+    """A text read only in part (its start), without what its end may hold of a secret the
+    cut made too short to be found: scrub it after this, as a whole text."""
+    cut = secrets.matcher.cut_tail(text)
+    return text[: len(text) - cut] if cut else text
+
+
 def scrub(value: Any, secrets: Secrets) -> Any:
     """Scrub every string value of a JSON value as free text (keys are kept)."""
     return project(value, TEXT, secrets)
@@ -526,8 +633,19 @@ def scrub(value: Any, secrets: Secrets) -> Any:
 NAME: Role = "name"  # keys, identifiers, enums, digests, timestamps: kept, never searched
 PATH: Role = "path"  # a path: relative to the output directory; only absolute paths leak
 TEXT: Role = "text"  # free text: every secret is replaced
-# a role for a whole value, or per key: "*" any other key, "[]" the items of a list
+# a role for a whole value, or per key: "*" any other key, "[]" the items of a list, and
+# KEYS the role of an object's keys themselves (names unless it says otherwise)
 Roles = Union[Role, Mapping[str, "Roles"]]
+KEYS = "<keys>"
+
+# a run's usage: counts and costs are numbers, the cost source an enum; the model ids and
+# the session id are what the CLI (an exec: program: anything) wrote, free text
+USAGE_ROLES: Roles = {
+    "model": TEXT,
+    "session_id": TEXT,
+    "models": {KEYS: TEXT, "*": NAME},
+    "*": NAME,
+}
 
 GRADER_RESULT_ROLES: Roles = {
     **dict.fromkeys(
@@ -544,11 +662,11 @@ GRADER_RESULT_ROLES: Roles = {
             "cell_id",
             "output_digest",
             "exit_code",
-            "usage",  # a judge's usage: counts, model ids, session id, cost source
             "enforcement",  # a command's confinement: {applied, network}, both names
         ),
         NAME,
     ),
+    "usage": USAGE_ROLES,  # a judge's usage
     "detail": TEXT,
     "component_checks": {"[]": {"name": TEXT, "detail": TEXT, "*": NAME}},
     "output_refs": {"[]": PATH},
@@ -595,14 +713,13 @@ RECEIPT_ROLES: Roles = {
             "acceptance",
             "reused_run",
             "attempts_in_run",
-            # usage: counts, costs, model ids, session ids and cost sources (all names)
-            "usage",
-            "attempts_usage",
             "cli_version",
             "enforcement",
         ),
         NAME,
     ),
+    "usage": USAGE_ROLES,
+    "attempts_usage": {"[]": {"usage": USAGE_ROLES, "*": NAME}},
     "run_dir": PATH,
     "failure_detail": TEXT,
     "fault": {"kind": NAME, "retry_after_seconds": NAME, "*": TEXT},
@@ -618,6 +735,7 @@ PLAN_ROLES: Roles = {
     "stale_cells": NAME,
     "context": {"*": PATH},
     "prices": NAME,  # model ids and numbers
+    "secrets": NAME,  # the names of the variables whose values are secrets
     "*": TEXT,
 }
 # summary.json holds counts, statistics and names; anything new in it is free text
@@ -635,15 +753,16 @@ SUMMARY_ROLES: Roles = {
         NAME,
     ),
     "partial_scores": {"label": NAME, "*": TEXT},
-    # usage totals: counts, costs and the model ids that answered
-    "usage_all_attempts": NAME,
+    # usage totals: counts and costs, and the model ids that answered (what the CLIs said)
+    "usage_all_attempts": {"models": TEXT, "*": NAME},
     "grader_usage": NAME,
     "by_seat": {
         "*": {
-            "usage_all_attempts": NAME,
+            "usage_all_attempts": {"models": TEXT, "*": NAME},
             "grader_usage": NAME,
-            # the seat's cli is a command line (paths, secrets); models and versions are names
-            "agent": {"cli": TEXT, "*": NAME},
+            # the seat's cli is a command line (paths, secrets), the models that answered
+            # what the CLI said; the configured model and versions are names
+            "agent": {"cli": TEXT, "models_used": TEXT, "*": NAME},
             "*": TEXT,
         }
     },
@@ -676,7 +795,29 @@ def project(value: Any, roles: Roles, secrets: Secrets, out: str | None = None) 
     if isinstance(value, list):
         item = _child(roles, "[]")
         return [project(v, item, secrets, out) for v in value]
-    return {k: project(v, _child(roles, k), secrets, out) for k, v in value.items()}
+    projected = {k: project(v, _child(roles, k), secrets, out) for k, v in value.items()}
+    keys = _keys_role(roles)
+    if keys == NAME:
+        return projected
+    return _renamed(projected, lambda key: project(key, keys, secrets, out))
+
+
+def _keys_role(roles: Roles) -> Roles:
+    return roles.get(KEYS, NAME) if not isinstance(roles, str) else NAME
+
+
+def _renamed(value: dict[str, Any], rename: Callable[[str], str]) -> dict[str, Any]:
+    """An object with its keys renamed; two keys renamed alike are told apart (`key (2)`)."""
+    renamed: dict[str, Any] = {}
+    for key, item in value.items():
+        new = rename(key)
+        if new in renamed:
+            count = 2
+            while f"{new} ({count})" in renamed:
+                count += 1
+            new = f"{new} ({count})"
+        renamed[new] = item
+    return renamed
 
 
 def blank_text(value: Any, roles: Roles, blank: str = "") -> Any:
@@ -688,7 +829,9 @@ def blank_text(value: Any, roles: Roles, blank: str = "") -> Any:
     if isinstance(value, list):
         item = _child(roles, "[]")
         return [blank_text(v, item, blank) for v in value]
-    return {k: blank_text(v, _child(roles, k), blank) for k, v in value.items()}
+    blanked = {k: blank_text(v, _child(roles, k), blank) for k, v in value.items()}
+    keys = _keys_role(roles)
+    return blanked if keys == NAME else _renamed(blanked, lambda key: blank_text(key, keys, blank))
 
 
 def _project_path(path: str, secrets: Secrets, out: str | None) -> str:
@@ -786,9 +929,10 @@ def find_leaks_in_json(
         if role == NAME:
             continue
         if isinstance(value, dict):
+            keys = TEXT if check_keys else _keys_role(role)
             for key, item in value.items():
-                if check_keys:
-                    kind = first(key)
+                if keys != NAME:
+                    kind = first(key, paths_only=keys == PATH)
                     if kind:
                         leaks.append(Leak(name, format_path([*path, key]) + " (key)", kind))
                 stack.append((item, [*path, key], _child(role, key)))

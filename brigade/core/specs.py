@@ -156,3 +156,6 @@ class Roster:
     prices: Mapping[str, Price] = field(default_factory=dict)
     # `max_cost`: a run's spending cap in USD when the command line gives none; no identity
     max_cost: float | None = None
+    # `secrets.env`: more inherited variables (names or patterns) whose values are secrets
+    # of the export and the report, besides the credential-like ones; no identity
+    secret_env: tuple[str, ...] = ()

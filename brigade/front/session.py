@@ -200,6 +200,7 @@ def regrade_context(out: Path, plan: Plan, workspace: Path) -> RunContext:
         manifest_dir=manifest_dir,
         manifest_digest=plan.manifest_digest,
         prices=plan.prices,
+        secret_env=plan.secret_env,
     )
     wanted = any(
         isinstance(spec, dict) and spec.get("type") in _ROSTER_GRADERS
@@ -327,6 +328,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         prices=plan.prices,
         sandbox=options.sandbox,
         budget=spending_cap(options.max_cost, manifest, roster),
+        secret_env=plan.secret_env,
     )
     session = Session(
         options=options,

@@ -128,6 +128,7 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             model: price_from_document(raw) for model, raw in (doc.get("prices") or {}).items()
         },
         max_cost=float(doc["max_cost"]) if doc.get("max_cost") is not None else None,
+        secret_env=tuple((doc.get("secrets") or {}).get("env") or ()),
     )
 
 

@@ -27,6 +27,7 @@ from brigade.core.projection import (
     Leak,
     Roles,
     Secrets,
+    credential_values,
     find_leaks_in_json,
     find_leaks_in_text,
     make_secrets,
@@ -69,7 +70,13 @@ def machine_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets:
-    """Prompts, absolute paths of this machine and seat env values of a plan."""
+    """Prompts, absolute paths of this machine, seat env values of a plan, and the values of
+    the credential-like variables of this process's environment (seats inherit it).
+
+    The export's and the report's states are keyed on these secrets (`Secrets.digest`):
+    a credential set, changed or gone since they were written makes both be projected
+    and checked again, so none is left holding a value it did not know was secret.
+    """
     context = plan.context or {}
     paths = [(str(out.absolute()), ".")]
     if workspace is not None:
@@ -89,6 +96,7 @@ def secrets_for(out: Path, plan: Plan, workspace: Path | None = None) -> Secrets
         if id(cell.graders) not in seen:
             seen.add(id(cell.graders))
             env_values.update(judge_env_values(cell.graders))
+    env_values.update(credential_values(os.environ, plan.secret_env))
     return make_secrets(
         prompts={cell.prompt for cell in plan.cells},
         paths=paths,

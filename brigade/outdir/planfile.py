@@ -70,7 +70,13 @@ def plan_against_disk(
     ):
         stale = [dict(entry) for entry in index["stale_cells"]]
         plan = Plan(
-            manifest.name, manifest.digest, tuple(cells), tuple(stale), context, roster.prices
+            manifest.name,
+            manifest.digest,
+            tuple(cells),
+            tuple(stale),
+            context,
+            roster.prices,
+            roster.secret_env,
         )
         return PlanOnDisk(plan, key, current=True, resumed=True, indexed=True, inputs=inputs)
     previous = store.read_json(plan_path)
@@ -86,6 +92,7 @@ def plan_against_disk(
         stale_cells=tuple(stale),
         context=context,
         prices=roster.prices,
+        secret_env=roster.secret_env,
     )
     current = compare and previous is not None and previous == plan.document()
     before = previous.get("stale_cells") if previous is not None else []
@@ -118,11 +125,16 @@ def _expand_cached(
         and all(isinstance(pair, list) and len(pair) == 2 for pair in index["ids"])
     ):
         cells = expand(manifest, roster, label, known=index["ids"])
-        key = cells_key(manifest.name, manifest.digest, cells, context, roster.prices)
+        key = cells_key(
+            manifest.name, manifest.digest, cells, context, roster.prices, roster.secret_env
+        )
         if key == index.get("key"):
             return cells, key
     cells = expand(manifest, roster, label)
-    return cells, cells_key(manifest.name, manifest.digest, cells, context, roster.prices)
+    key = cells_key(
+        manifest.name, manifest.digest, cells, context, roster.prices, roster.secret_env
+    )
+    return cells, key
 
 
 def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> None:

@@ -22,6 +22,7 @@ from brigade.core.projection import (
     blank_text,
     project,
     project_text,
+    without_cut_secret,
 )
 from brigade.core.transcript import ENTRY_KINDS
 from brigade.report.detail import CellRecord, Text
@@ -54,6 +55,8 @@ BLANK_SHOWN = Shown("·")
 def shown(text: str, secrets: Secrets, limit: int | None, more: bool = False) -> Shown:
     """Free text as a page shows it: secrets replaced first, then cut (`more`: the text
     read was already only the start of a longer one)."""
+    if more:  # read only in part: the end may hold the start of a secret, cut too short
+        text = without_cut_secret(text, secrets)
     hits = secrets.matcher.find(text) if text else []
     kinds = tuple(sorted({hit.kind for hit in hits}))
     scrubbed = project_text(text, secrets) if hits else text

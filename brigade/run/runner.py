@@ -17,7 +17,7 @@ from brigade.core.accounting import model_runs
 from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell, judge_env_values
-from brigade.core.projection import Secrets, make_secrets, scrub_text
+from brigade.core.projection import Secrets, credential_values, make_secrets, scrub_text
 from brigade.core.receipts import view_of
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.core.taxonomy import (
@@ -82,6 +82,8 @@ class RunContext:
     sandbox: SandboxMode | None = None  # --sandbox: every seat's sandbox mode (None: its own)
     # the run's spending cap (None: no cap): seat runs and judges start only when it admits
     budget: Budget | None = None
+    # the roster's `secrets.env`: more variables whose values are secrets (details quote none)
+    secret_env: tuple[str, ...] = ()
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
@@ -348,7 +350,11 @@ def _redactor(ctx: RunContext, cell: Cell) -> Callable[[str], str]:
                         (str(ctx.workspace.absolute()), "<workspace>"),
                         (str(ctx.manifest_dir.absolute()), "<manifest-dir>"),
                     ],
-                    env_values=[*cell.seat.env.values(), *judge_env_values(cell.graders)],
+                    env_values=[
+                        *cell.seat.env.values(),
+                        *judge_env_values(cell.graders),
+                        *credential_values(os.environ, ctx.secret_env),
+                    ],
                     homes=homes,
                     roots=roots,
                 )
