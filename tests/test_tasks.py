@@ -172,7 +172,9 @@ def test_doit_variables() -> None:
         {"manifest": "m.yaml", "wait": "yes", "always": "0", "executor": " Dask "}
     )
     assert options == Options(manifest=Path("m.yaml"), wait=True, always=False, executor="dask")
-    assert tasks.options_from_variables({}).manifest == Path(tasks.DEFAULT_MANIFEST)
+    assert tasks.options_from_variables({}).manifest == Path(tasks.DEFAULT_MANIFEST).absolute()
+    based = tasks.options_from_variables({"manifest": "m.yaml", "out": "/o"}, base=Path("/w"))
+    assert (based.manifest, based.out) == (Path("/w/m.yaml"), Path("/o"))
     with pytest.raises(BrigadeError, match="unknown doit variable 'manifests'"):
         tasks.options_from_variables({"manifests": "m.yaml"})
     with pytest.raises(BrigadeError, match=r"doit variable wait='maybe': use 1 or 0"):

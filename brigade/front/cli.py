@@ -17,17 +17,22 @@ from brigade import __version__
 from brigade.core.jsonpath import format_path
 from brigade.core.plan import Plan, PlanShapeError, expand, plan_from_document
 from brigade.core.receipts import views_of
-from brigade.core.selection import CellFilter
-from brigade.core.specs import SANDBOX_MODES
 from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, EXIT_REJECTED, GRADEABLE
 from brigade.core.terminal import printable
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
-from brigade.front.session import Options, grader_warnings, load_inputs, lock_output, plan_only
+from brigade.front.options import OPTIONS, Options, add_arguments, from_arguments
+from brigade.front.session import grader_warnings, load_inputs, lock_output, plan_only
 from brigade.outdir import lock, store
 from brigade.outdir.results import current_receipts, read_plan_document, summarize
 from brigade.run import proc
 
 Handler = Callable[[argparse.Namespace], int]
+# `brigade run`'s options (front/options declares them; --roster comes with the manifest)
+RUN_OPTIONS = tuple(
+    option.field
+    for option in OPTIONS
+    if option.flag is not None and option.field not in ("manifest", "roster")
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -113,32 +118,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     code covers it, summary.json, the export and the report the whole plan.
     With --executor dask the seats run on a Dask cluster's workers (see README).
     """
-    if args.jobs < 1:
-        raise InputError(f"-n/--jobs: must be at least 1, got {args.jobs}")
-    options = Options(
-        manifest=args.manifest,
-        roster=args.roster,
-        out=args.out,
-        workspace=args.workspace,
-        retry_transient=args.retry_transient,
-        wait=args.wait,
-        always=args.always,
-        executor=args.executor,
-        scheduler=args.scheduler,
-        jobs=args.jobs,
-        retries=args.retries,
-        retry_backoff=args.retry_backoff,
-        retry_timeouts=args.retry_timeouts,
-        max_cost=args.max_cost,
-        sandbox=args.sandbox,
-        cells=CellFilter(
-            cases=tuple(args.case or ()),
-            seats=tuple(args.seat or ()),
-            trials=tuple(args.trial or ()),
-        ),
-        quiet=args.quiet,
-        progress_rate=args.progress_rate,
-    )
+    options = from_arguments(args, manifest=args.manifest)
     return run_through_doit(options)
 
 
@@ -167,6 +147,26 @@ def run_through_doit(options: Options) -> int:
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
     return int(code)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Set up brigade in a project: dodo.py, an example battery in evals/, brigade.mk.
+
+    Writes a three-line dodo.py (`doit` then brings the battery up to date),
+    evals/manifest.yaml and evals/roster.yaml (one case, one seat that runs
+    offline), and brigade.mk (`make eval`), with a Makefile including it when
+    the project has none (else it says the line to add). It never overwrites:
+    when any of these files exists, it writes none and names it (exit 2).
+    """
+    from brigade.front.init import init_project
+
+    written = init_project((args.dir or Path.cwd()).absolute())
+    for path in written.files:
+        print(f"wrote {path}")
+    if written.include_line is not None:
+        print(f"add this line to your Makefile for `make eval`: {written.include_line}")
+    print("next: doit (or make eval); brigade show .brigade/evals/example")
+    return 0
 
 
 def cmd_doit(args: argparse.Namespace) -> int:
@@ -204,18 +204,14 @@ def cmd_rerun(args: argparse.Namespace) -> int:
             "run `doit rerun=CASE:SEAT:TRIAL manifest=...` or `brigade run MANIFEST` instead"
         )
     roster = context.get("roster")
-    options = Options(
+    options = from_arguments(
+        args,
         manifest=Path(context["manifest"]),
         roster=Path(roster) if roster else None,
         out=out,
         workspace=Path(context["workspace"]) if "workspace" in context else None,
-        wait=args.wait,
         rerun=tuple(args.cells),
-        quiet=args.quiet,
-        jobs=args.jobs,
     )
-    if args.jobs < 1:
-        raise InputError(f"-n/--jobs: must be at least 1, got {args.jobs}")
     return run_through_doit(options)
 
 
@@ -609,26 +605,6 @@ def sandbox_line() -> str:
     return f"sandbox: UNAVAILABLE, {found.detail}{raw}; seats run with only their CLI's own limits"
 
 
-def _trial(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"not a trial number: {text!r}")
-    return int(text)
-
-
-def _add_progress(sub: argparse.ArgumentParser, rate: bool = True) -> None:
-    sub.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress on stderr (the final line stays)"
-    )
-    if rate:
-        sub.add_argument(
-            "--progress-rate",
-            type=int,
-            metavar="N",
-            help="without a terminal: a line per finished cell up to N per 30 s, then a "
-            "summary line every 30 s (default 60)",
-        )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command (their docstrings are the help)."""
     parser = _Parser(
@@ -662,85 +638,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("run", cmd_run)
     _add_inputs(sub)
-    sub.add_argument(
-        "--out", type=Path, help="output directory (default: <workspace>/.brigade/evals/<name>)"
-    )
-    sub.add_argument("--workspace", type=Path, help="where seats run (default: current directory)")
-    sub.add_argument(
-        "-n", "--jobs", type=int, default=1, help="seat runs in flight at once, over all seats"
-    )
-    sub.add_argument(
-        "--retry-transient",
-        action="store_true",
-        help="re-run adapter_error and timed-out cells as new attempts",
-    )
-    sub.add_argument(
-        "--retries",
-        type=int,
-        metavar="N",
-        help="retry a transient fault (rate limit, overload, 5xx, dropped connection) up to N "
-        "times within the run (default: each seat's roster `retry.max`, else 0)",
-    )
-    sub.add_argument(
-        "--retry-backoff",
-        type=float,
-        metavar="SECONDS",
-        help="wait before the first retry, doubled at each one, plus jitter (default: the "
-        "roster's `retry.backoff_seconds`, else 10)",
-    )
-    sub.add_argument(
-        "--retry-timeouts",
-        action="store_true",
-        help="retry seats that hit their time limit too",
-    )
-    sub.add_argument(
-        "--max-cost",
-        type=float,
-        metavar="USD",
-        help="launch no seat run or judge that would take what this run spends past USD "
-        "(exit 3; default: the manifest's `max_cost`, else the roster's, else no cap)",
-    )
-    sub.add_argument("--always", action="store_true", help="run every cell again as a new attempt")
-    sub.add_argument(
-        "--wait", action="store_true", help="wait for another run on the same output directory"
-    )
-    sub.add_argument(
-        "--executor",
-        choices=("local", "dask"),
-        help="where seats run: here (local) or on a Dask cluster (default: the roster's "
-        "`executor`, else local)",
-    )
-    sub.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="the Dask scheduler, e.g. tcp://host:8786 (default: the roster's executor.scheduler)",
-    )
-    sub.add_argument(
-        "--sandbox",
-        choices=SANDBOX_MODES,
-        help="every seat's filesystem sandbox: auto (when it works here), required (refuse to "
-        "run without it) or off (default: each seat's `sandbox`, else the roster's, else auto)",
-    )
-    sub.add_argument(
-        "--case",
-        action="append",
-        metavar="ID",
-        help="run only cells of this case (a glob pattern too; repeatable)",
-    )
-    sub.add_argument(
-        "--seat",
-        action="append",
-        metavar="SEAT",
-        help="run only cells of this seat (a glob pattern too; repeatable)",
-    )
-    sub.add_argument(
-        "--trial",
-        action="append",
-        type=_trial,
-        metavar="N",
-        help="run only this trial number (repeatable)",
-    )
-    _add_progress(sub)
+    add_arguments(sub, RUN_OPTIONS)
+
+    sub = command("init", cmd_init)
+    sub.add_argument("dir", nargs="?", type=Path, help="the project's folder (default: here)")
 
     sub = command("doit", cmd_doit)
     sub.add_argument("args", nargs=argparse.REMAINDER, help="doit's arguments and variables")
@@ -748,11 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("rerun", cmd_rerun)
     sub.add_argument("dir", type=Path, help="output directory")
     sub.add_argument("cells", nargs="+", metavar="CELL", help="case:seat:trial, or a pattern")
-    sub.add_argument("-n", "--jobs", type=int, default=1, help="cells to run in parallel")
-    sub.add_argument(
-        "--wait", action="store_true", help="wait for another run on the same output directory"
-    )
-    _add_progress(sub, rate=False)
+    add_arguments(sub, ("jobs", "wait", "quiet"))
 
     sub = command("regrade", cmd_regrade)
     sub.add_argument("dir", nargs="?", type=Path, help="output directory")

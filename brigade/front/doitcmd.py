@@ -25,8 +25,10 @@ command of another project.
 from __future__ import annotations
 
 import re
+import runpy
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from doit.cmd_base import NamespaceTaskLoader
@@ -41,6 +43,8 @@ from brigade.front import tasks
 from brigade.front.names import cell_task_name
 from brigade.front.reporter import CACHE_PLUGINS, make_reporter
 from brigade.outdir import forgotten, lock
+
+DODO_FILE = "dodo.py"  # doit's default dodo, read for the manifest it names
 
 
 def command_line_variables(args: Sequence[str]) -> dict[str, str]:
@@ -69,12 +73,28 @@ class BrigadeLoader(NamespaceTaskLoader):
         self.invocation = invocation
 
     def load_doit_config(self) -> dict[str, Any]:
-        """Build the namespace (under the lock for a command that writes) and its config."""
-        loaded = tasks.load_namespace(self.variables, self.invocation)
+        """Build the namespace (under the lock for a command that writes) and its config;
+        the manifest is `manifest=`, else the one the project's dodo.py here names."""
+        default = None
+        if "manifest" not in self.variables and Path(DODO_FILE).is_file():
+            default = named_manifest(Path(DODO_FILE).absolute())
+        loaded = tasks.load_namespace(self.variables, self.invocation, default_manifest=default)
         self.loaded = loaded
         self.namespace = loaded.namespace
         config: dict[str, Any] = loaded.namespace["DOIT_CONFIG"]
         return config
+
+
+def named_manifest(dodo: Path) -> str | None:
+    """The manifest a project's dodo names (`battery("...")`, relative to its folder), read
+    by running the dodo while brigade.dodo builds nothing; None when it names none."""
+    tasks.asked_manifests = []
+    try:
+        runpy.run_path(str(dodo), run_name="dodo")
+        named = [manifest for manifest in tasks.asked_manifests if manifest]
+    finally:
+        tasks.asked_manifests = None
+    return str(dodo.parent / named[-1]) if named else None
 
 
 def _told(cls: type[Any]) -> type[Any]:
@@ -155,7 +175,7 @@ class Run(_BadOptionsExit2, DoitRun):
             )
             lock.discard_refused()
             return EXIT_UNUSABLE
-        loaded = self.loader.loaded
+        loaded = getattr(self.loader, "loaded", None)
         if isinstance(reporter, str) and loaded is not None and reporter in self.reporters:
             # `-r NAME`: that reporter reports as it does, from inside brigade's
             reporter = make_reporter(loaded.info, inner=self.reporters[reporter])
@@ -190,8 +210,9 @@ class Forget(_BadOptionsExit2, DoitForget):
     )
 
     def _execute(self, forget_sub: bool, forget_disable_default: bool, forget_all: bool) -> Any:
-        loaded = self.loader.loaded
-        assert loaded is not None  # (loaded before any command executes)
+        loaded = getattr(self.loader, "loaded", None)
+        if loaded is None:  # (another loader than brigade's: doit's own forget)
+            return super()._execute(forget_sub, forget_disable_default, forget_all)
         cells = loaded.choice.by_names
         session = loaded.session
         if cells:

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import gc
 import json
-import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,17 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brigade.core.plan import Plan
-from brigade.core.selection import CellFilter
 from brigade.core.specs import (
-    ExecutorKind,
     ExecutorSpec,
     Manifest,
-    RetryPolicy,
     Roster,
-    SandboxMode,
     SeatSpec,
 )
 from brigade.errors import InputError
+from brigade.front.options import Options, check_value
 from brigade.inputs import loading
 from brigade.outdir import lock, store
 from brigade.outdir.planfile import plan_against_disk
@@ -42,62 +38,6 @@ if TYPE_CHECKING:
     from brigade.run.budget import Budget
     from brigade.run.cluster import DaskExecutor
     from brigade.run.schedule import Scheduler
-
-
-@dataclass(frozen=True)
-class Options:
-    """What the user asked for (CLI flags or doit command-line variables)."""
-
-    manifest: Path
-    roster: Path | None = None
-    out: Path | None = None
-    workspace: Path | None = None
-    retry_transient: bool = False
-    wait: bool = False
-    always: bool = False
-    executor: ExecutorKind | None = None  # None: the roster's `executor`, else local
-    scheduler: str | None = None  # the dask scheduler's address (overrides the roster's)
-    jobs: int = 1  # seat runs in flight at most (-n); the dask executor has no such cap
-    # retries of transient faults within the run, over each seat's roster `retry`
-    retries: int | None = None  # --retries N (doit: retries=N)
-    retry_backoff: float | None = None  # --retry-backoff B (doit: retry_backoff=B)
-    retry_timeouts: bool = False  # --retry-timeouts (doit: retry_timeouts=1)
-    # --max-cost USD (doit: max_cost=USD); None: the manifest's, else the roster's
-    max_cost: float | None = None
-    sandbox: SandboxMode | None = None  # every seat's sandbox mode (None: each seat's own)
-    # a subset: the cells the run is about (the exit code covers them alone)
-    cells: CellFilter = field(default_factory=CellFilter)
-    rerun: tuple[str, ...] = ()  # coordinates (or patterns) to run again as new attempts
-    quiet: bool = False  # no progress on stderr (the final line stays)
-    progress_rate: int | None = None  # per-cell lines per 30 s without a terminal (None: default)
-
-    def __post_init__(self) -> None:
-        check_max_cost(self.max_cost)
-        if self.retries is not None and not 0 <= self.retries <= MAX_RETRIES:
-            raise InputError(
-                f"--retries {self.retries} (doit: retries=): use 0 to {MAX_RETRIES} retries"
-            )
-        if self.retry_backoff is not None and not 0 <= self.retry_backoff <= MAX_BACKOFF:
-            raise InputError(
-                f"--retry-backoff {self.retry_backoff:g} (doit: retry_backoff=): use 0 to "
-                f"{MAX_BACKOFF:g} seconds"
-            )
-
-    def retry_policy(self, seat: SeatSpec) -> RetryPolicy:
-        """The seat's roster `retry`, with what the command line says instead."""
-        base = seat.retry
-        return RetryPolicy(
-            max_retries=base.max_retries if self.retries is None else self.retries,
-            backoff_seconds=(
-                base.backoff_seconds if self.retry_backoff is None else self.retry_backoff
-            ),
-            timeouts=base.timeouts or self.retry_timeouts,
-        )
-
-
-# as the roster schema allows for `retry`
-MAX_RETRIES = 100
-MAX_BACKOFF = 86400.0
 
 
 @dataclass
@@ -373,11 +313,9 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
 
 
 def check_max_cost(value: float | None) -> None:
-    """Refuse a --max-cost that is not a number of dollars above 0 (exit 2)."""
-    if value is not None and not (0 < value < math.inf):
-        raise InputError(
-            f"--max-cost {value:g} (doit: max_cost=): use a number of US dollars above 0"
-        )
+    """Refuse a --max-cost that is not a number of dollars above 0 (exit 2; the check of
+    front/options' table)."""
+    check_value("max_cost", value)
 
 
 def regrade_budget(given: float | None, plan: Plan, ctx: RunContext) -> RunContext:

@@ -23,13 +23,14 @@ from doit.exceptions import TaskFailed
 
 from brigade.core.plan import Cell, Plan, judges_of
 from brigade.core.receipts import ReceiptView
-from brigade.core.selection import CellFilter, cells_at, did_you_mean, filter_cells
-from brigade.core.specs import SANDBOX_MODES, ExecutorKind, SandboxMode
+from brigade.core.selection import cells_at, filter_cells
 from brigade.core.taxonomy import Action
 from brigade.core.terminal import printable
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front import names
 from brigade.front.names import Named, cell_task_name, grade_task_name
+from brigade.front.options import DEFAULT_MANIFEST as DEFAULT_MANIFEST
+from brigade.front.options import DOIT_VARIABLES, from_variables
 from brigade.front.reporter import CACHE_BACKEND, REFUSED, RunInfo, make_reporter
 from brigade.front.session import (
     Options,
@@ -711,146 +712,6 @@ def _progress(info: RunInfo) -> Callable[[str | None, Mapping[str, Any] | None],
     return count
 
 
-# doit command-line variables (`doit manifest=PATH ...`) and what they mean
-DOIT_VARIABLES = (
-    "manifest",
-    "roster",
-    "out",
-    "workspace",
-    "retry_transient",
-    "wait",
-    "always",
-    "executor",
-    "scheduler",
-    "retries",
-    "retry_backoff",
-    "retry_timeouts",
-    "max_cost",
-    "sandbox",
-    "cases",
-    "seats",
-    "trials",
-    "rerun",
-    "quiet",
-    "progress_rate",
-    "jobs",
-)
-EXECUTORS: tuple[ExecutorKind, ...] = ("local", "dask")
-DEFAULT_MANIFEST = "manifests/demo.yaml"
-
-
-def _flag(name: str, value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off", ""):
-        return False
-    raise BrigadeError(f"doit variable {name}={value!r}: use 1 or 0")
-
-
-def _names(value: str | None) -> tuple[str, ...]:
-    """A comma-separated list (`cases=a,b*`), empty items dropped."""
-    if not value:
-        return ()
-    return tuple(item.strip() for item in value.split(",") if item.strip())
-
-
-def _numbers(name: str, value: str | None) -> tuple[int, ...]:
-    numbers = []
-    for item in _names(value):
-        if not item.isdigit() or int(item) < 1:
-            raise BrigadeError(f"doit variable {name}={value!r}: use trial numbers, e.g. 1,2")
-        numbers.append(int(item))
-    return tuple(numbers)
-
-
-def _count(name: str, value: str | None) -> int | None:
-    if value is None or not value.strip():
-        return None
-    if not value.strip().isdigit():
-        raise BrigadeError(f"doit variable {name}={value!r}: use a whole number")
-    return int(value)
-
-
-def options_from_variables(variables: dict[str, str]) -> Options:
-    """Options from doit command-line variables; unknown names are refused."""
-    unknown = sorted(set(variables) - set(DOIT_VARIABLES))
-    for name in unknown:
-        if name.startswith((names.CELL_PREFIX, names.GRADE_PREFIX)):
-            # doit reads `a=b` as a variable: a task name writes `=` as %3D
-            task = names.escape(f"{name}={variables[name]}")
-            raise BrigadeError(
-                f"{name}={variables[name]}: doit reads NAME=VALUE as a variable; in a task "
-                f"name '=' is written %3D: {task}"
-            )
-    if unknown:
-        raise BrigadeError(
-            f"unknown doit variable {unknown[0]!r}"
-            f"{did_you_mean(unknown[0], DOIT_VARIABLES)} (known: {', '.join(DOIT_VARIABLES)})"
-        )
-
-    def path(name: str) -> Path | None:
-        value = variables.get(name)
-        return Path(value) if value else None
-
-    return Options(
-        manifest=path("manifest") or Path(DEFAULT_MANIFEST),
-        roster=path("roster"),
-        out=path("out"),
-        workspace=path("workspace"),
-        retry_transient=_flag("retry_transient", variables.get("retry_transient", "0")),
-        wait=_flag("wait", variables.get("wait", "0")),
-        always=_flag("always", variables.get("always", "0")),
-        executor=_executor(variables.get("executor")),
-        scheduler=variables.get("scheduler") or None,
-        retries=_number("retries", variables.get("retries"), int),
-        retry_backoff=_number("retry_backoff", variables.get("retry_backoff"), float),
-        retry_timeouts=_flag("retry_timeouts", variables.get("retry_timeouts", "0")),
-        max_cost=_number("max_cost", variables.get("max_cost"), float, "a number of US dollars"),
-        sandbox=_sandbox(variables.get("sandbox")),
-        cells=CellFilter(
-            cases=_names(variables.get("cases")),
-            seats=_names(variables.get("seats")),
-            trials=_numbers("trials", variables.get("trials")),
-        ),
-        rerun=_names(variables.get("rerun")),
-        quiet=_flag("quiet", variables.get("quiet", "0")),
-        progress_rate=_count("progress_rate", variables.get("progress_rate")),
-        jobs=max(1, _count("jobs", variables.get("jobs")) or 1),
-    )
-
-
-def _number(
-    name: str, value: str | None, kind: type[int] | type[float], what: str | None = None
-) -> Any:
-    """A numeric doit variable (None when not given); one line when it is not a number."""
-    if value is None or not value.strip():
-        return None
-    try:
-        return kind(value.strip())
-    except ValueError:
-        what = what or ("a whole number" if kind is int else "a number of seconds")
-        raise BrigadeError(f"doit variable {name}={value!r}: use {what}") from None
-
-
-def _executor(value: str | None) -> ExecutorKind | None:
-    if not value:
-        return None
-    for kind in EXECUTORS:
-        if value.strip().lower() == kind:
-            return kind
-    raise BrigadeError(f"doit variable executor={value!r}: use local or dask")
-
-
-def _sandbox(value: str | None) -> SandboxMode | None:
-    if not value:
-        return None
-    for mode in SANDBOX_MODES:
-        if value.strip().lower() == mode:
-            return mode
-    raise BrigadeError(f"doit variable sandbox={value!r}: use auto, required or off")
-
-
 # doit commands that neither run tasks nor write doit's DB: they take no lock
 READING_COMMANDS = frozenset({"list", "info", "help", "dumpdb", "tabcompletion"})
 # doit commands that expand `*` in task names (doit's run and clean; brigade's forget)
@@ -924,13 +785,19 @@ class Loaded:
 
 
 def dodo_namespace(
-    variables: Mapping[str, str], invocation: Invocation | None = None
+    variables: Mapping[str, str], invocation: Invocation | None = None, **paths: Any
 ) -> dict[str, Any]:
     """Everything a dodo exposes for these variables (see `load_namespace`)."""
-    return load_namespace(variables, invocation).namespace
+    return load_namespace(variables, invocation, **paths).namespace
 
 
-def load_namespace(variables: Mapping[str, str], invocation: Invocation | None = None) -> Loaded:
+def load_namespace(
+    variables: Mapping[str, str],
+    invocation: Invocation | None = None,
+    *,
+    base: Path | None = None,
+    default_manifest: str | None = None,
+) -> Loaded:
     """Everything a dodo exposes for these variables; bad input prints one line and exits 2.
 
     A doit command that writes (runs tasks, or changes doit's DB; under plain
@@ -944,7 +811,8 @@ def load_namespace(variables: Mapping[str, str], invocation: Invocation | None =
     """
     invocation = invocation or Invocation()
     try:
-        return _namespace_for(dict(variables), invocation)
+        options = from_variables(variables, base=base, default_manifest=default_manifest)
+        return _namespace_for(options, invocation)
     except BrigadeError as exc:
         for line in str(exc).splitlines():
             sys.stderr.write(printable(f"brigade: {line}\n"))
@@ -952,8 +820,7 @@ def load_namespace(variables: Mapping[str, str], invocation: Invocation | None =
         raise SystemExit(exc.exit_code) from None
 
 
-def _namespace_for(variables: dict[str, str], invocation: Invocation) -> Loaded:
-    options = options_from_variables(variables)
+def _namespace_for(options: Options, invocation: Invocation) -> Loaded:
     if invocation.jobs is not None:
         options = dataclasses.replace(options, jobs=max(1, invocation.jobs))
     if invocation.always and invocation.runs():
@@ -984,6 +851,23 @@ def _namespace_for(variables: dict[str, str], invocation: Invocation) -> Loaded:
     return Loaded(session, choice, info, namespace(session, info, choice=choice, late_names=True))
 
 
-def plain_doit_namespace() -> dict[str, Any]:
-    """What `from brigade.dodo import *` gives a dodo run by plain `doit`."""
-    return dodo_namespace(command_line_variables())
+# set while `brigade doit` runs a project's dodo to learn the manifest its `battery(...)`
+# names (front/doitcmd.named_manifest): brigade.dodo then builds nothing
+asked_manifests: list[str | None] | None = None
+
+
+def plain_doit_namespace(default_manifest: str | None = None) -> dict[str, Any]:
+    """What `brigade.dodo` gives a dodo run by plain `doit`: the paths of its variables are
+    relative to the folder doit was run from (doit changes into the dodo's folder before
+    importing it, and says where it was: `get_initial_workdir`)."""
+    from doit import get_initial_workdir
+
+    started = get_initial_workdir()
+    return dodo_namespace(
+        command_line_variables(),
+        base=Path(started) if started else None,
+        default_manifest=default_manifest,
+    )
+
+
+options_from_variables = from_variables  # (the doit side of front/options' table)
