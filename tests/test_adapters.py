@@ -206,7 +206,7 @@ def test_codex_app_server_runs_the_server_under_brigades_client(tmp_path: Path) 
     spec = seat("codex", codex_transport="app-server")
     inv = AGENTS["codex"].invocation(request(tmp_path, spec))
     assert inv.argv == ("codex", "app-server")
-    assert inv.driver == (sys.executable, "-m", "brigade.adapters.codex_rpc")
+    assert inv.driver == (sys.executable, "-m", "brigade.run.codex_driver")
     assert inv.settings_not_applied == ()
     assert inv.read_only_enforcement == "hard"
     assert inv.stdin_text is not None

@@ -48,11 +48,28 @@ def layer_of(name: str) -> str | None:
     return parts[1]
 
 
+def _dynamic_import(node: ast.AST) -> str | None:
+    """The module a call imports by name (`importlib.import_module("x")`, `import_module`,
+    `__import__`), when it is named by a string constant."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    first = node.args[0]
+    if name in ("import_module", "__import__") and isinstance(first, ast.Constant):
+        return str(first.value) if isinstance(first.value, str) else None
+    return None
+
+
 def imports(path: Path) -> list[tuple[str, int]]:
-    """Every module imported anywhere in the file (functions and TYPE_CHECKING included)."""
+    """Every module imported anywhere in the file (functions and TYPE_CHECKING included,
+    and by name through importlib)."""
     found: list[tuple[str, int]] = []
     package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else None
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        dynamic = _dynamic_import(node)
+        if dynamic is not None:
+            found.append((dynamic, node.lineno))  # type: ignore[attr-defined]
         if isinstance(node, ast.Import):
             found.extend((alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -156,6 +173,82 @@ def test_core_does_no_io(name: str) -> None:
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id != "open", f"{name}:{node.lineno} opens a file (core is pure)"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            assert node.func.attr not in FILE_METHODS, (
+                f"{name}:{node.lineno} calls .{node.func.attr}() (core touches no file)"
+            )
+
+
+# what a path does to the disk (pathlib's, and the file objects'); core calls none of them
+FILE_METHODS = frozenset(
+    {
+        "open",
+        "read_text",
+        "read_bytes",
+        "write_text",
+        "write_bytes",
+        "mkdir",
+        "rmdir",
+        "unlink",
+        "touch",
+        "rename",
+        "symlink_to",
+        "hardlink_to",
+        "chmod",
+        "iterdir",
+        "glob",
+        "rglob",
+    }
+)
+# what starts a process; only run/proc.py does (the one place that spawns processes)
+SPAWNING_MODULES = frozenset({"subprocess", "multiprocessing", "pty", "concurrent.futures"})
+SPAWNING_CALLS = frozenset(
+    {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"}
+    | {f"exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+    | {f"spawn{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+)
+PROC = "brigade.run.proc"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in modules() if n != PROC))
+def test_only_proc_spawns_processes(name: str) -> None:
+    path = modules()[name]
+    for target, line in imports(path):
+        root = target.split(".")[0]
+        assert target not in SPAWNING_MODULES and root not in {"subprocess", "pty"}, (
+            f"{name}:{line} imports {target}: only run/proc.py starts processes"
+        )
+        if layer_of(name) != "run":
+            assert target != PROC or _only_ends_processes(path), (
+                f"{name}:{line} imports run/proc outside run/: it may end or wait for "
+                "processes (end_process, terminate_all), never start one"
+            )
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id == "os":
+                assert node.func.attr not in SPAWNING_CALLS, (
+                    f"{name}:{node.lineno} calls os.{node.func.attr}: only run/proc.py "
+                    "starts processes"
+                )
+
+
+# what a module outside run/ may use of proc: the end of the process, a stop of the seats
+PROC_OUTSIDE_RUN = frozenset({"end_process", "terminate_all", "on_stop", "stopping"})
+
+
+def _only_ends_processes(path: Path) -> bool:
+    """Whether a module uses nothing of proc but what ends processes (`proc.X` or
+    `from brigade.run.proc import X`)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "proc":
+                used.add(node.attr)
+        if isinstance(node, ast.ImportFrom) and node.module == PROC:
+            used.update(alias.name for alias in node.names)
+    return used <= PROC_OUTSIDE_RUN
 
 
 # doit's internals brigade once leaned on; a doit release may change any of them silently
@@ -178,3 +271,17 @@ def test_doit_only_through_its_public_api(name: str) -> None:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("doit"):
             for alias in node.names:
                 assert not alias.name.startswith("_"), f"{name}:{node.lineno} imports {alias.name}"
+
+
+def test_the_checks_see_what_they_are_about(tmp_path: Path) -> None:
+    call = ast.parse('importlib.import_module("brigade.front.cli")').body[0]
+    assert _dynamic_import(call.value) == "brigade.front.cli"  # type: ignore[attr-defined]
+    assert _dynamic_import(ast.parse("__import__('brigade.run')").body[0].value) == (  # type: ignore[attr-defined]
+        "brigade.run"
+    )
+    spawner = tmp_path / "spawner.py"
+    spawner.write_text("from brigade.run import proc\nproc.capture_bytes(['git'])\n")
+    assert not _only_ends_processes(spawner)
+    ender = tmp_path / "ender.py"
+    ender.write_text("from brigade.run import proc\nproc.end_process(0)\n")
+    assert _only_ends_processes(ender)

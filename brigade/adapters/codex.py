@@ -96,7 +96,7 @@ class CodexAdapter(AgentCli):
             args=("app-server",),
             stdin_text=json.dumps(doc, ensure_ascii=False),
             enforcement="none" if request.writable else "hard",
-            driver=(sys.executable, "-m", codex_rpc.__name__),
+            driver=(sys.executable, "-m", codex_rpc.DRIVER_MODULE),
         )
 
     def _parse(self, out: CliOutput) -> Parsed:

@@ -3,22 +3,20 @@
 `codex app-server` speaks JSON-RPC 2.0 without the "jsonrpc" member, one JSON
 object per line on stdin/stdout: the client sends `initialize`, the
 `initialized` notification, `thread/start` and `turn/start`, then reads
-notifications until `turn/completed`. brigade runs this module as the seat's
-process (`python -m brigade.adapters.codex_rpc CODEX app-server`) with the
-session document on stdin, so the seat is still one process group that the
-usual timeout ends. Every line the server prints is copied to stdout, which
-the codex adapter reads back like any other CLI's output.
+notifications until `turn/completed`. brigade runs the driver
+(`python -m brigade.run.codex_driver CODEX app-server`, `DRIVER_MODULE`) as the
+seat's process with the session document on stdin, so the seat is still one
+process group that the usual timeout ends. Every line the server prints is
+copied to stdout, which the codex adapter reads back like any other CLI's
+output.
 
-`Session` is the protocol as a pure state machine; `main` is the I/O around it.
+`Session` is the protocol as a pure state machine; the driver (run/, where
+processes are started) is the I/O around it.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +33,9 @@ _APPROVALS = {
     "applyPatchApproval": ("approved", "denied"),
 }
 
-# Seconds the server gets to exit once its stdin closes after the turn.
-_EXIT_GRACE_SECONDS = 10.0
+# the seat's program on this transport (run/codex_driver.py; named, as adapters start no
+# process and import nothing of run/)
+DRIVER_MODULE = "brigade.run.codex_driver"
 
 
 def session_document(
@@ -166,78 +165,3 @@ class Session:
 
 def _hashable(value: Any) -> bool:
     return isinstance(value, (int, str))
-
-
-def _send(stream: Any, message: Mapping[str, Any]) -> None:
-    stream.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-    stream.flush()
-
-
-def _echo(sink: Any, raw: bytes) -> None:
-    """Copy one line of the server's output to the transcript as it comes."""
-    sink.write(raw if raw.endswith(b"\n") else raw + b"\n")
-    sink.flush()
-
-
-def _copy(source: Any, sink: Any) -> None:
-    for raw in source:
-        _echo(sink, raw)
-
-
-def drive(argv: Sequence[str], doc: Mapping[str, Any], version: str) -> int:
-    """Run the server, hold one turn with it, copy what it prints to stdout; the exit code."""
-    session = Session.from_document(doc, version)
-    server = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert server.stdin is not None and server.stdout is not None
-    out = sys.stdout.buffer
-    try:
-        for message in session.start():
-            _send(server.stdin, message)
-        for raw in server.stdout:
-            _echo(out, raw)
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                continue  # chatter on stdout; kept in the transcript, not understood
-            for reply in session.feed(message):
-                _send(server.stdin, reply)
-            if session.finished:
-                break
-    except BrokenPipeError:
-        pass  # the server went away; its exit status tells the rest
-    finally:
-        try:
-            server.stdin.close()  # the end of the session: the server exits on EOF
-        except BrokenPipeError:
-            pass
-    # Whatever it prints while shutting down still belongs in the transcript.
-    drain = threading.Thread(target=_copy, args=(server.stdout, out), daemon=True)
-    drain.start()
-    try:
-        code = server.wait(timeout=_EXIT_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        code = server.wait()
-    drain.join(timeout=1.0)
-    if session.finished:
-        return 0 if session.succeeded else 1
-    sys.stderr.write(
-        f"brigade: connection closed: codex app-server exited with status {code} "
-        "before the turn completed\n"
-    )
-    return code if code > 0 else 1
-
-
-def main(args: Sequence[str] | None = None) -> int:
-    from brigade import __version__
-
-    argv = list(sys.argv[1:] if args is None else args)
-    if not argv:
-        sys.stderr.write("usage: python -m brigade.adapters.codex_rpc CODEX app-server\n")
-        return 2
-    doc = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    return drive(argv, doc, __version__)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

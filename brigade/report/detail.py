@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -302,7 +302,9 @@ def read_changes(
         return Changes(changed, deleted, not_copied, None, "no base commit recorded")
     prefix = snapshot.get("prefix") if isinstance(snapshot.get("prefix"), str) else ""
     paths = sorted({*changed, *deleted})
-    base = _base_files(workspace, head, [f"{prefix}/{p}" if prefix else p for p in paths])
+    from brigade.run.worktree import base_files  # (git, only for a snapshot's diff)
+
+    base = base_files(workspace, head, [f"{prefix}/{p}" if prefix else p for p in paths])
     if base is None:
         return Changes(changed, deleted, not_copied, None, f"base commit {head[:12]} not found")
     parts: list[str] = []
@@ -327,40 +329,6 @@ def _read_bytes(path: Path) -> bytes | None:
         return store.read_regular(path)
     except OSError:
         return None
-
-
-def _base_files(workspace: Path, head: str, paths: Sequence[str]) -> list[bytes | None] | None:
-    """Each path's content at `head` (None where it did not exist), by one `git cat-file
-    --batch`; None when the commit is not in the repository of `workspace`."""
-    from brigade.run.proc import capture_bytes
-
-    code, _, _ = capture_bytes(
-        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=workspace, timeout=60
-    )
-    if code != 0:
-        return None
-    request = "".join(f"{head}:{path}\n" for path in paths).encode()
-    code, data, _ = capture_bytes(
-        ["git", "cat-file", "--batch"], cwd=workspace, timeout=60, stdin=request
-    )
-    if code != 0:
-        return None
-    found: list[bytes | None] = []
-    position = 0
-    try:
-        for _ in paths:
-            end = data.index(b"\n", position)
-            header = data[position:end].split()
-            position = end + 1
-            if len(header) == 3 and header[1] == b"blob":
-                size = int(header[2])
-                found.append(data[position : position + size])
-                position += size + 1
-            else:
-                found.append(None)  # missing at the base (a new file), or not a file
-    except ValueError:  # output cut short: git was stopped
-        return None
-    return found
 
 
 def file_diff(path: str, old: bytes | None, new: bytes | None) -> str:

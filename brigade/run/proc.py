@@ -645,6 +645,21 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def open_pipes(argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    """A child whose stdin and stdout are pipes to this process, in this process's group (a
+    seat's: its timeout ends both); the codex driver's app-server."""
+    return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def wait_or_kill(child: subprocess.Popen[bytes], grace: float) -> int:
+    """A child's exit status, killed when it has not exited within `grace` seconds."""
+    try:
+        return child.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return child.wait()
+
+
 def capture_bytes(
     argv: Sequence[str],
     *,

@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -321,3 +321,35 @@ class SnapshotWorkspace:
             timeout=60,
         )
         return data if code == 0 else None
+
+
+def base_files(workspace: Path, head: str, paths: Sequence[str]) -> list[bytes | None] | None:
+    """Each path's content at `head` (None where it did not exist), by one `git cat-file
+    --batch`; None when the commit is not in the repository of `workspace`."""
+    code, _, _ = capture_bytes(
+        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=workspace, timeout=60
+    )
+    if code != 0:
+        return None
+    request = "".join(f"{head}:{path}\n" for path in paths).encode()
+    code, data, _ = capture_bytes(
+        ["git", "cat-file", "--batch"], cwd=workspace, timeout=60, stdin=request
+    )
+    if code != 0:
+        return None
+    found: list[bytes | None] = []
+    position = 0
+    try:
+        for _ in paths:
+            end = data.index(b"\n", position)
+            header = data[position:end].split()
+            position = end + 1
+            if len(header) == 3 and header[1] == b"blob":
+                size = int(header[2])
+                found.append(data[position : position + size])
+                position += size + 1
+            else:
+                found.append(None)  # missing at the base (a new file), or not a file
+    except ValueError:  # output cut short: git was stopped
+        return None
+    return found
