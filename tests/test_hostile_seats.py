@@ -6,7 +6,9 @@ changed and nothing it wrote reached the user unchecked."""
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -440,3 +442,95 @@ def test_a_credential_that_appears_later_scrubs_the_export_and_report_again(
     done = project.doit()
     assert done.returncode == 0, done.stderr
     assert leaked(project, [later]) != []
+
+
+# --- item 13: an isolated HOME holds only the CLI's login -----------------------------
+
+USER_FILES = {
+    ".claude/.credentials.json": '{"claudeAiOauth": {"accessToken": "sk-ant-oat01-login"}}\n',
+    # what would make the same roster another agent here: a hook, MCP servers, config
+    ".claude/settings.json": '{"hooks": {"PreToolUse": [{"command": "touch /tmp/hooked"}]}}\n',
+    ".claude.json": '{"mcpServers": {"mine": {"command": "my-server"}}}\n',
+    ".codex/auth.json": '{"OPENAI_API_KEY": "sk-proj-codex-login"}\n',
+    ".codex/config.toml": '[mcp_servers.mine]\ncommand = "my-server"\n',
+    ".config/cursor/cli-config.json": '{"permissions": {"allow": ["Shell(*)"]}}\n',
+    ".ssh/id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+}
+
+
+def user_home(root: Path) -> Path:
+    home = root / "user-home"
+    for name, text in USER_FILES.items():
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(text)
+    return home
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("mode", ["off", pytest.param("required", marks=needs_bwrap)])
+def test_an_isolated_home_holds_only_the_login_read_only(project: Project, mode: str) -> None:
+    from agents.fake_cli import install
+
+    home = user_home(project.root)
+    before = snapshot(home)
+    bin_dir = project.root / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "codex"):
+        install(bin_dir, name)
+    box = {"mode": mode, "writable": [str(bin_dir)]}  # (the fakes' call logs)
+    seats = {
+        "claude": {"cli": "claude", "env": {"FAKE_CLI_HOME": "1"}, "sandbox": box},
+        "codex": {"cli": "codex", "env": {"FAKE_CLI_HOME": "1"}, "sandbox": box},
+    }
+    project.write_roster(seats, home="isolated")
+    project.write_manifest([{"id": "c", "prompt": "hi"}], seats=("claude", "codex"))
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),  # would lead back to the user's folders
+        "CODEX_HOME": str(home / ".codex"),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+    }
+    done = project.run(**env)
+    assert done.returncode == 0, done.stderr
+    for name, login in (("claude", ".claude/.credentials.json"), ("codex", ".codex/auth.json")):
+        [call] = [json.loads(line) for line in (bin_dir / f"{name}.calls.jsonl").open()]
+        seen = call["home"]
+        assert seen["HOME"] != str(home) and seen["HOME"].startswith(tempfile.gettempdir())
+        assert seen["files"] == {login: USER_FILES[login]}  # nothing but its login
+        if mode == "required":
+            assert seen["changed"] == []  # read-only (without the sandbox: a copy)
+        assert not Path(seen["HOME"]).exists()  # gone with its attempt
+        run = json.loads((Path(project.receipt(f"c:{name}:1")["run_dir"]) / "run.json").read_text())
+        assert run["home"] == {"mode": "isolated", "provided": [f"~/{login}"]}
+    assert snapshot(home) == before  # the user's own files, byte for byte
+    # not part of any identity: the user's HOME again re-runs nothing
+    ids = {cell["cell_id"] for cell in project.plan()["cells"]}
+    project.write_roster(seats, home="inherit")
+    done = project.run(**env)
+    assert done.returncode == 0, done.stderr
+    assert {cell["cell_id"] for cell in project.plan()["cells"]} == ids
+    assert len((bin_dir / "claude.calls.jsonl").read_text().splitlines()) == 1
+
+
+def test_an_isolated_exec_seat_starts_from_an_empty_home(project: Project) -> None:
+    home = user_home(project.root)
+    seat = script(
+        project,
+        "looks.py",
+        "import os, sys\nsys.stdin.read()\n"
+        "print(os.environ['HOME'] == sys.argv[1], sorted(os.listdir(os.environ['HOME'])),"
+        " 'XDG_CONFIG_HOME' in os.environ, os.environ.get('MINE'))\n",
+    )
+    project.write_roster(
+        {"agent": {"cli": f"{seat} {home}", "home": "isolated", "env": {"MINE": "kept"}}}
+    )
+    project.write_manifest([{"id": "c", "prompt": "x"}])
+    done = project.run(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    assert done.returncode == 0, done.stderr
+    answer = (Path(project.receipt("c:agent:1")["run_dir"]) / "final.txt").read_text()
+    assert answer == "False [] False kept\n"
+    run = json.loads((Path(project.receipt("c:agent:1")["run_dir"]) / "run.json").read_text())
+    assert run["home"] == {"mode": "isolated", "provided": []}

@@ -89,6 +89,8 @@ class AiderAdapter(AgentCli):
     min_version: str | None = "0.73.0"
     binary = "aider"
     state_paths = ("~/.aider",)
+    # the keys its OpenRouter login saved; not ~/.aider.conf.yml or ~/.env
+    auth_files = ("~/.aider/oauth-keys.env",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

@@ -111,6 +111,12 @@ class Adapter(Protocol):
         """Where the CLI keeps its login and state (`~`: the seat's home); writable in a sandbox."""
         ...
 
+    @property
+    def auth_files(self) -> tuple[str, ...]:
+        """The files (`~/...`) the CLI needs to log in, and nothing of its settings: all an
+        isolated HOME (`home: isolated`) is given of the user's, read-only."""
+        ...
+
     def invocation(self, request: SeatRequest) -> Invocation:
         """The command, stdin and environment for this seat and prompt."""
         ...

@@ -63,6 +63,9 @@ class ClaudeAdapter(AgentCli):
     binary = "claude"
     # ~/.claude.json is a file: the sandbox lets it be rewritten in place, not replaced
     state_paths = ("~/.claude", "~/.claude.json")
+    # its login on Linux (macOS keeps it in the keychain); not settings.json, its hooks,
+    # ~/.claude.json (MCP servers, projects) or plugins
+    auth_files = ("~/.claude/.credentials.json",)
     # Every built-in tool that can change files; Bash goes too because a shell
     # can write anywhere. Deny rules beat allow rules and permission modes.
     read_only_denied = "Bash,Edit,MultiEdit,Write,NotebookEdit"

@@ -56,6 +56,8 @@ class CodexAdapter(AgentCli):
     min_version: str | None = "0.42.0"
     binary = "codex"
     state_paths = ("~/.codex",)
+    # its login (an API key or ChatGPT tokens); not config.toml (MCP servers, profiles)
+    auth_files = ("~/.codex/auth.json",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         if request.seat.codex_transport == "app-server":

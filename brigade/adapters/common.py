@@ -522,6 +522,7 @@ class AgentCli:
     name: str
     binary: str
     state_paths: tuple[str, ...] = ()
+    auth_files: tuple[str, ...] = ()
     min_version: str | None = None
 
     def invocation(self, request: SeatRequest) -> Invocation:

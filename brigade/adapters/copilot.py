@@ -52,6 +52,9 @@ class CopilotAdapter(AgentCli):
     min_version: str | None = "0.0.423"
     binary = "copilot"
     state_paths = ("~/.copilot",)
+    # its token where no keychain holds it (config.json, beside its settings), and the
+    # GitHub CLI's, which it falls back to; not mcp-config.json or its agents
+    auth_files = ("~/.copilot/config.json", "~/.config/gh/hosts.yml")
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

@@ -38,6 +38,9 @@ class CursorAdapter(AgentCli):
     name = "cursor"
     binary = "cursor-agent"
     state_paths = ("~/.cursor", "~/.config/cursor")
+    # its login token (`$XDG_CONFIG_HOME/cursor/auth.json`); not ~/.cursor/cli-config.json
+    # (permissions, the account's name beside them) or ~/.cursor/mcp.json
+    auth_files = ("~/.config/cursor/auth.json",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

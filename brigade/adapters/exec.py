@@ -36,6 +36,7 @@ class ExecAdapter:
     name = "exec"
     min_version: str | None = None  # any program
     state_paths: tuple[str, ...] = ()  # a generic command: the seat's roster lists its own
+    auth_files: tuple[str, ...] = ()  # and an isolated one starts from an empty HOME
 
     def __init__(self, command_line: str) -> None:
         try:

@@ -90,6 +90,10 @@ class GeminiAdapter(AgentCli):
     min_version: str | None = "0.11.3"
     binary = "gemini"
     state_paths = ("~/.gemini",)
+    # its Google login and the account it is for; not settings.json (MCP servers, hooks,
+    # and the auth type it selected: set GOOGLE_GENAI_USE_GCA=true in the seat's env to
+    # use that login, or give GEMINI_API_KEY)
+    auth_files = ("~/.gemini/oauth_creds.json", "~/.gemini/google_accounts.json")
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         # With folder trust enabled, an untrusted folder silently drops yolo back
@@ -276,6 +280,8 @@ class QwenAdapter(AgentCli):
     min_version: str | None = "0.1.4"
     binary = "qwen"
     state_paths = ("~/.qwen",)
+    # its Qwen OAuth login; not settings.json
+    auth_files = ("~/.qwen/oauth_creds.json",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         # json (not stream-json): only its result carries the per-model stats,

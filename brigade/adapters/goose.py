@@ -83,6 +83,9 @@ class GooseAdapter(AgentCli):
     name = "goose"
     binary = "goose"
     state_paths = ("~/.config/goose", "~/.local/share/goose", "~/.local/state/goose")
+    # its secrets when no keyring holds them; not config.yaml (provider, model and
+    # extensions: give GOOSE_PROVIDER in the seat's env) or permission.yaml
+    auth_files = ("~/.config/goose/secrets.yaml",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

@@ -38,6 +38,8 @@ class OllamaAdapter(AgentCli):
     name = "ollama"
     binary = "ollama"
     state_paths = ("~/.ollama",)
+    # the key `ollama signin` made for ollama.com (local models need none)
+    auth_files = ("~/.ollama/id_ed25519",)
 
     def __init__(self, model: str) -> None:
         model = model.strip()

@@ -57,6 +57,8 @@ class OpencodeAdapter(AgentCli):
         "~/.local/state/opencode",
         "~/.cache/opencode",
     )
+    # the providers' keys and logins `opencode auth login` saved; not opencode.json
+    auth_files = ("~/.local/share/opencode/auth.json",)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat

@@ -24,6 +24,12 @@ SandboxMode = Literal["auto", "required", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "required", "off")
 DEFAULT_SANDBOX_MODE: SandboxMode = "auto"
 
+# Which HOME a seat's CLI runs with (never part of a cell's identity, like the sandbox):
+# `inherit` the user's own, `isolated` a fresh one per attempt holding only its login.
+HomeMode = Literal["inherit", "isolated"]
+HOME_MODES: tuple[HomeMode, ...] = ("inherit", "isolated")
+DEFAULT_HOME_MODE: HomeMode = "inherit"
+
 
 class Case(NamedTuple):
     """One case with its prompt resolved and defaults applied (a named tuple: built fast)."""
@@ -107,6 +113,8 @@ class SeatSpec:
     network: bool = True
     # the roster knows read-only is not enforced for this seat: no warning (not identity)
     acknowledge_read_only: bool = False
+    # the user's HOME, or a fresh one per attempt with only the CLI's login (not identity)
+    home: HomeMode = DEFAULT_HOME_MODE
 
     def identity(self) -> dict[str, Any]:
         """The seat's part of the cell identity payload (frozen field set)."""

@@ -10,6 +10,7 @@ from brigade.core.specs import (
     DEFAULT_BACKOFF_SECONDS,
     DEFAULT_CODEX_TRANSPORT,
     DEFAULT_COMMAND_TIMEOUT_SECONDS,
+    DEFAULT_HOME_MODE,
     DEFAULT_SANDBOX_MODE,
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_TRANSPORT,
@@ -73,6 +74,7 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
     limits = {name: int(cap) for name, cap in (doc.get("limits") or {}).items()}
     default_retry = doc.get("retry") or {}
     default_sandbox = doc.get("sandbox", DEFAULT_SANDBOX_MODE)
+    default_home = doc.get("home", DEFAULT_HOME_MODE)
     seats: dict[str, SeatSpec] = {}
     problems: list[str] = []  # every problem of the document, listed together
     for name, raw in doc["seats"].items():
@@ -106,6 +108,7 @@ def roster_from_document(doc: Any, path: Path, label: str, *, validated: bool = 
             sandbox=_sandbox(raw.get("sandbox"), default_sandbox),
             network=raw.get("network", True),
             acknowledge_read_only=raw.get("acknowledge_read_only", False),
+            home=raw.get("home", default_home),
         )
     if problems:
         raise InputError("\n".join(problems))

@@ -28,6 +28,7 @@ from typing import Literal
 
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.run import proc
+from brigade.run.home import IsolatedHome
 
 BWRAP = "bwrap"
 # the wrapper's own processes (their /proc comm): not signalled for a graceful stop
@@ -454,20 +455,28 @@ def seat_view(
     git: WorktreeGit | None = None,
     executable: str | None = None,
     argv: Sequence[str] = (),
+    user_home: str | None = None,
+    home: IsolatedHome | None = None,
 ) -> View:
     """What a seat sees: its run folder, CLI state and (writable runs) worktree writable.
 
     `env` is the seat's environment (its HOME locates the CLI's state);
-    `out` the output directory, hidden but for the seat's own run folder.
+    `out` the output directory, hidden but for the seat's own run folder. With an
+    isolated `home`, that HOME is writable but for the login files in it; the roster's
+    `~/` paths stay the user's own (`user_home`).
     """
-    home = env.get("HOME") or os.path.expanduser("~")
+    seat_home = env.get("HOME") or os.path.expanduser("~")
+    roster_home = user_home or seat_home
     base = seat.roster_dir
 
-    def paths(texts: Iterable[str]) -> tuple[Path, ...]:
-        return tuple(expand_path(text, home, base) for text in texts)
+    def paths(texts: Iterable[str], at: str = roster_home) -> tuple[Path, ...]:
+        return tuple(expand_path(text, at, base) for text in texts)
 
-    writable = [*paths(state_paths), *paths(seat.sandbox.writable), run_dir]
+    writable = [*paths(state_paths, seat_home), *paths(seat.sandbox.writable), run_dir]
     readable = list(paths(seat.sandbox.readable))
+    if home is not None:
+        writable.append(home.folder)
+        readable += home.copies
     hidden = [*paths(seat.sandbox.hidden), *map(Path, HOST_CONTROL_SOCKETS)]
     if out is not None:
         hidden.append(out)

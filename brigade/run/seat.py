@@ -26,7 +26,7 @@ from brigade.core.transcript import TRANSCRIPT_SCHEMA, Entry, transcript_documen
 from brigade.core.usage import Usage, usage_document
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
-from brigade.run import proc, sandbox, worktree
+from brigade.run import home, proc, sandbox, worktree
 from brigade.run.doctor import executable_version
 
 FINAL = "final.txt"
@@ -157,6 +157,16 @@ def execute_seat(
         with contextlib.ExitStack() as scope:
             confine: proc.Confinement | None = None
             git: sandbox.WorktreeGit | None = None
+            user_home = env.get("HOME") or os.path.expanduser("~")
+            isolated: home.IsolatedHome | None = None
+            if job.seat.home == "isolated":
+                try:
+                    isolated = scope.enter_context(
+                        home.isolated_home(adapter.auth_files, user_home)
+                    )
+                except OSError as exc:
+                    return unlaunched_run(job, rdir, cwd, f"home: {exc}", "launch_failed")
+                env = isolated.environment(env, job.seat.env)
             if decision.applied == "sandbox":
                 try:
                     if tree is not None:
@@ -172,6 +182,8 @@ def execute_seat(
                         git=git,
                         executable=proc.resolve_executable(invocation.argv[0], cwd, env),
                         argv=invocation.argv,
+                        user_home=user_home,
+                        home=isolated,
                     )
                     confine = sandbox.confinement(view, sandbox.availability())
                 except (OSError, sandbox.SandboxError) as exc:
@@ -235,6 +247,7 @@ def execute_seat(
                 stderr_bytes=len(stderr.encode("utf-8")),
                 usage=reading.usage,
                 notes=reading.notes,
+                home=isolated.record() if isolated is not None else None,
             )
             if tree is not None:
                 try:
@@ -392,6 +405,7 @@ def run_document(
     stderr_bytes: int = 0,
     usage: Usage | None = None,
     notes: Sequence[str] = (),
+    home: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """run.json's document (brigade.run.v1): the one place its keys are written out.
 
@@ -430,6 +444,7 @@ def run_document(
         "usage": usage_document(usage) if usage is not None else None,
         "notes": list(notes),
         "enforcement": dict(enforcement) if enforcement is not None else None,
+        "home": dict(home) if home is not None else None,
     }
 
 

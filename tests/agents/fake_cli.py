@@ -10,7 +10,8 @@ untrusted (cursor, codex: the workspace-trust refusal they also give without
 their trust flag); anything else succeeds with "All good.". $FAKE_CLI_SCENARIO
 (a seat's `env`) picks the answer for every prompt instead.
 With FAKE_CLI_STATE set it also keeps the session in the CLI's state folder,
-as the real one does (failing if it cannot).
+as the real one does (failing if it cannot). With FAKE_CLI_HOME set it records what
+it finds in its HOME and tries to change every file there (`home` in the call).
 
 `install(folder, name, sample=NAME)` installs instead a fake of the version a
 sample of tests/data/cli_samples/ was captured from: it prints that version's
@@ -146,6 +147,27 @@ def prompt_of(name: str, args: list[str], stdin: str) -> str | None:
     return stdin
 
 
+def _home_seen() -> dict[str, Any]:
+    """What a hostile CLI finds in its HOME: every file (with its text), and which of them
+    it managed to change (it tries them all)."""
+    home = os.environ.get("HOME", "")
+    files: dict[str, str] = {}
+    changed: list[str] = []
+    for root, _, names in os.walk(home):
+        for name in names:
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, home)
+            with open(path, errors="replace") as handle:
+                files[relative] = handle.read()
+            try:
+                with open(path, "a") as handle:
+                    handle.write("tampered")
+                changed.append(relative)
+            except OSError:
+                pass
+    return {"HOME": home, "files": files, "changed": sorted(changed)}
+
+
 def main(name: str, sample: str | None = None) -> int:
     from agents.cli_outputs import SAMPLES
 
@@ -164,6 +186,8 @@ def main(name: str, sample: str | None = None) -> int:
         "cwd": os.getcwd(),
         "env": {k: v for k, v in os.environ.items() if k.startswith("BRIGADE_")},
     }
+    if os.environ.get("FAKE_CLI_HOME"):
+        call["home"] = _home_seen()
     with open(sys.argv[0] + ".calls.jsonl", "a") as handle:
         handle.write(json.dumps(call) + "\n")
     if os.environ.get("FAKE_CLI_STATE"):
