@@ -423,6 +423,29 @@ def record_seat_run(
     return finish(ctx, cell, attempt, started_at, run_doc, None)
 
 
+def verdict_fields(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a receipt says of its verdict and grader results: the one place receipts get
+    them, whether a seat's run is recorded (`finish`) or its output graded again
+    (`regrade`)."""
+    fields: dict[str, Any] = {
+        "state": verdict.state,
+        "graders": results,
+        "score": cell_score(results),
+        "acceptance": _acceptance(verdict, results),
+        "graded_at": utc_now(),
+    }
+    if verdict.failure_reason is not None:
+        fields["failure_reason"] = verdict.failure_reason
+    if verdict.detail is not None:
+        fields["failure_detail"] = verdict.detail
+    return fields
+
+
+# what a regrade drops of a receipt before writing the new verdict's fields over it (they
+# keep their places): what only an earlier verdict said, and the seat run's fault
+_DROPPED_BY_REGRADE = ("failure_reason", "failure_detail", "fault")
+
+
 def _terminal_fields(
     verdict: Verdict,
     results: list[dict[str, Any]],
@@ -430,18 +453,16 @@ def _terminal_fields(
     rdir: Path,
     output_digest: str | None,
 ) -> dict[str, Any]:
-    now = utc_now()
+    graded = verdict_fields(verdict, results)
     fields: dict[str, Any] = {
-        "state": verdict.state,
+        "state": graded.pop("state"),
         "finished_at": run_doc["finished_at"],
         "exit_code": run_doc["exit_code"],
         "duration_seconds": run_doc["duration_seconds"],
         "run_dir": str(rdir),
-        "graders": results,
+        "graders": graded.pop("graders"),
         "output_digest": output_digest,
-        "score": cell_score(results),
-        "acceptance": _acceptance(verdict, results),
-        "graded_at": now,
+        **graded,
     }
     enforcement = run_doc.get("enforcement")
     if enforcement is not None:
@@ -449,10 +470,6 @@ def _terminal_fields(
             "applied": enforcement["applied"],
             "network": enforcement["network"],
         }
-    if verdict.failure_reason is not None:
-        fields["failure_reason"] = verdict.failure_reason
-    if verdict.detail is not None:
-        fields["failure_detail"] = verdict.detail
     return fields
 
 
@@ -595,21 +612,10 @@ def regrade(
     verdict = classify_grades(results)
     if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
-    dropped = ("failure_reason", "failure_detail", "fault")
-    updated = {k: v for k, v in receipt.items() if k not in dropped}
+    updated = {k: v for k, v in receipt.items() if k not in _DROPPED_BY_REGRADE}
     if legacy.is_original_receipt(receipt):
         updated.update(_current_fields(cell, receipt, rdir))
-    updated.update(
-        {
-            "state": verdict.state,
-            "graders": results,
-            "score": cell_score(results),
-            "acceptance": _acceptance(verdict, results),
-            "graded_at": utc_now(),
-        }
-    )
-    if verdict.detail is not None:
-        updated["failure_detail"] = verdict.detail
+    updated.update(verdict_fields(verdict, results))
     store.write_receipt(ctx.out, updated, durable=durable)
     return updated
 
