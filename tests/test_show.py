@@ -338,6 +338,7 @@ def test_show_json_of_one_cell(finished: Project) -> None:
                 "failure_reason": None,
                 "fault": None,
                 "run_dir": run,
+                "reused": None,
             }
         ],
         "usage": None,

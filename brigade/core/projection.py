@@ -712,6 +712,8 @@ RECEIPT_ROLES: Roles = {
             "failure_reason",
             "acceptance",
             "reused_run",
+            "grader_keys",
+            "reused_grades",
             "attempts_in_run",
             "cli_version",
             "enforcement",

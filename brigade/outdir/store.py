@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -449,3 +450,24 @@ def remove_fresh_db(out: Path) -> None:
             path.unlink()
     except OSError:
         pass
+
+
+def _not_files_or_folders(folder: str, names: list[str]) -> list[str]:
+    """The entries of a folder that are no files, folders or symlinks (a FIFO a seat left
+    would block the copy): they are not copied."""
+    skipped = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.append(name)
+    return skipped
+
+
+def copy_folder(source: Path, target: Path) -> None:
+    """Copy a folder of the output directory a seat or a grader's process wrote (a run
+    folder, a grader's folder) into another: symlinks are copied as links, never followed,
+    and FIFOs or devices are left out."""
+    shutil.copytree(source, target, dirs_exist_ok=True, symlinks=True, ignore=_not_files_or_folders)

@@ -21,6 +21,7 @@ from brigade.core.plan import Cell
 from brigade.core.taxonomy import SEAT_FAILED
 from brigade.core.transcript import TRANSCRIPT_SCHEMA
 from brigade.outdir import store
+from brigade.report.model import reused_run_text
 
 FINAL = "final.txt"
 RUN_RECORD = "run.json"
@@ -48,6 +49,9 @@ class Attempt:
     failure_reason: str | None
     fault: str | None  # `kind: message` when the run met a fault, else None
     run_dir: Path
+    # a seat run reused from another cell's attempt (`reused run of cell ...`): then
+    # `started_at` is when that seat run started, not when this attempt copied it
+    reused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,9 +172,14 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
             doc = receipt  # the cell's own receipt says most about its current attempt
         else:
             doc = _json_object(folder / store.RECEIPT_FILE)
+        reused = reused_run_text(doc) if doc is not None else None
         if doc is not None and doc.get("cell_id") == cell_dir.name:
             state = str(doc.get("state"))
             started = doc.get("started_at")
+            if reused is not None:  # the seat run's own start (a regrade is no start)
+                recorded = doc.get("reused_run") or {}
+                run_doc = _json_object(rdir / RUN_RECORD)
+                started = recorded.get("started_at") or (run_doc or {}).get("started_at")
             finished = doc.get("finished_at")
             duration = doc.get("duration_seconds")
             reason = doc.get("failure_reason")
@@ -193,6 +202,7 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
                 failure_reason=reason if isinstance(reason, str) else None,
                 fault=fault,
                 run_dir=rdir,
+                reused=reused,
             )
         )
     return tuple(attempts)
@@ -366,6 +376,7 @@ def record_document(record: CellRecord, reason: str) -> dict[str, Any]:
                 "failure_reason": a.failure_reason,
                 "fault": a.fault,
                 "run_dir": str(a.run_dir),
+                "reused": a.reused,
             }
             for a in record.attempts
         ],

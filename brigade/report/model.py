@@ -234,6 +234,32 @@ def usage_text(usage: Mapping[str, Any] | None) -> str | None:
     return ", ".join(parts) or None
 
 
+def reused_grades(receipt: Mapping[str, Any] | None) -> dict[str, str]:
+    """grader id -> where its result was reused from, in words, for the graders of a
+    receipt's grading that did not run again (their spec and inputs were unchanged)."""
+    found: dict[str, str] = {}
+    entries = (receipt or {}).get("reused_grades")
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("grader_id"), str):
+            continue
+        same = entry.get("cell_id") == (receipt or {}).get("cell_id")
+        where = "this cell" if same else f"cell {str(entry.get('cell_id'))[:12]}"
+        when = f", graded {entry['graded_at']}" if isinstance(entry.get("graded_at"), str) else ""
+        found[entry["grader_id"]] = (
+            f"reused: not run again (its spec and inputs are unchanged); the result of "
+            f"{entry.get('source_grader_id')} of {where}, attempt {entry.get('attempt')}{when}"
+        )
+    return found
+
+
+def reused_run_text(receipt: Mapping[str, Any] | None) -> str | None:
+    """Where a receipt's seat run was reused from, in words; None when its seat ran."""
+    reused = (receipt or {}).get("reused_run")
+    if not isinstance(reused, Mapping):
+        return None
+    return f"reused run of cell {str(reused.get('cell_id'))[:12]}, attempt {reused.get('attempt')}"
+
+
 def grader_spent(grader: Mapping[str, Any]) -> str | None:
     """What a grader that ran a model (a judge) spent, in one line; None for a grader that
     ran none."""

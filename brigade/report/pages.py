@@ -176,7 +176,7 @@ def _graders(view: CellView) -> str:
     rows = "".join(
         f"<tr><td>{_e(g.get('grader_id'))}</td><td>{_e(g.get('status'))}</td>"
         f"<td>{_e('–' if g.get('score') is None else g.get('score'))}</td>"
-        f"<td>{_e(g.get('detail') or '')}{_failed_checks(g)}</td>"
+        f"<td>{_e(g.get('detail') or '')}{_failed_checks(g)}{_reused(view, g)}</td>"
         f'<td class="spent">{_e(grader_spent(g) or "")}</td></tr>'
         for g in view.graders
     )
@@ -186,11 +186,18 @@ def _graders(view: CellView) -> str:
     )
 
 
+def _reused(view: CellView, grader: dict[str, Any]) -> str:
+    said = view.reused_grades.get(str(grader.get("grader_id")))
+    return f'<p class="note reused">{_e(said)}</p>' if said else ""
+
+
 def _attempts(view: CellView) -> str:
     if not view.attempts:
         return '<p class="note">No attempt yet.</p>'
     rows = "".join(
-        f"<tr><td>{a.number}</td><td>{_e(a.state)}</td><td>{_e(a.started_at or '–')}</td>"
+        f"<tr><td>{a.number}</td><td>{_e(a.state)}"
+        + (f' <span class="note reused">({_e(a.reused)})</span>' if a.reused else "")
+        + f"</td><td>{_e(a.started_at or '–')}</td>"
         f"<td>{_e(seconds_text(a.duration))}</td>"
         f"<td>{_e(a.fault.text) if a.fault else ''}</td></tr>"
         for a in view.attempts

@@ -19,6 +19,7 @@ from brigade.report.model import (
     cost_text,
     failed_checks,
     grader_spent,
+    reused_grades,
     seconds_text,
     short_reason,
     state_reason,
@@ -85,6 +86,7 @@ def _answer_lines(answer: Text, full: bool) -> list[str]:
 
 def _grader_lines(receipt: Mapping[str, Any] | None, out: Path) -> list[str]:
     lines = []
+    reused = reused_grades(receipt)
     for grader in (receipt or {}).get("graders") or []:
         score = grader.get("score")
         shown = "" if score is None else f" {score:g}"
@@ -102,6 +104,8 @@ def _grader_lines(receipt: Mapping[str, Any] | None, out: Path) -> list[str]:
         spent = grader_spent(grader)
         if spent is not None:
             lines.append(f"{INDENT * 2}spent   {spent}")
+        if grader.get("grader_id") in reused:
+            lines.append(f"{INDENT * 2}{reused[grader['grader_id']]}")
     return lines
 
 
@@ -132,6 +136,8 @@ def cell_text(record: CellRecord, *, full: bool = False) -> str:
         )
         if attempt.fault:
             row += f"  fault {' '.join(attempt.fault.split())}"
+        if attempt.reused:
+            row += f"  ({attempt.reused}; started then)"
         lines.append(row.rstrip())
     graders = _grader_lines(receipt, record.cell_dir.parent.parent)
     if graders:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from brigade.core.projection import (
 )
 from brigade.core.transcript import ENTRY_KINDS
 from brigade.report.detail import CellRecord, Text
-from brigade.report.model import state_reason, usage_text
+from brigade.report.model import reused_grades, state_reason, usage_text
 
 # how much of each text a page shows
 ANSWER_LIMIT = 8000
@@ -88,6 +88,7 @@ class AttemptView:
     started_at: str | None
     duration: float | None
     fault: Shown | None
+    reused: str | None = None  # `reused run of cell ...`: its seat run was copied
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ class CellView:
     diff: Shown | None
     diff_note: str | None
     run_dir: str | None  # relative to the output directory
+    # grader id -> where its result was reused from (ids and times: nothing to project)
+    reused_grades: Mapping[str, str] = field(default_factory=dict)
 
 
 def _entry(entry: Mapping[str, Any], secrets: Secrets) -> EntryView:
@@ -172,6 +175,7 @@ def cell_view(record: CellRecord, out: Path, secrets: Secrets) -> CellView:
             started_at=a.started_at,
             duration=a.duration,
             fault=shown(a.fault, secrets, 1000) if a.fault else None,
+            reused=a.reused,
         )
         for a in record.attempts
     )
@@ -216,6 +220,7 @@ def cell_view(record: CellRecord, out: Path, secrets: Secrets) -> CellView:
         diff=_from(changes.diff, secrets, DIFF_LIMIT) if changes is not None else None,
         diff_note=diff_note,
         run_dir=run_dir,
+        reused_grades=reused_grades(receipt),
     )
 
 

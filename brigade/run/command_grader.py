@@ -40,7 +40,7 @@ from typing import Any
 from brigade.core.specs import DEFAULT_COMMAND_TIMEOUT_SECONDS
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
-from brigade.run import proc, sandbox, worktree
+from brigade.run import proc, reuse, sandbox, worktree
 from brigade.run.grading import (
     Field,
     GradeContext,
@@ -622,6 +622,48 @@ def junit_score(
     return round(summary["passed"] / counted, 6), detail, failures + missing[:FAILED_SHOWN]
 
 
+def _inputs(spec: Mapping[str, Any], ctx: GradeContext) -> Mapping[str, Any] | None:
+    """What a command reads besides the run's stored changes at its base commit (the grader
+    key's run part): the files and folders its command line names by absolute path (the
+    tests the agent never sees, the program), the manifest's folder when it uses
+    `{manifest_dir}`, and the sandbox it runs in. None in a read-only run: the command runs
+    in the live workspace, whose state cannot be named. What it imports from its
+    environment (an installed pytest) is not named either."""
+    setting = ctx.setting
+    if setting is None or setting.execution_mode != "writable-worktree":
+        return None
+    values = {PYTHON: sys.executable, MANIFEST_DIR: str(ctx.manifest_dir), GRADER_DIR: GRADER_DIR}
+    command = spec["command"]
+    if isinstance(command, str):
+        try:
+            words = shlex.split(expand(command, values, quote=True))
+        except ValueError:
+            return None
+        parts = [command]
+    else:
+        words, parts = command_argv(command, values), command
+    own = (setting.out, setting.workspace / ".brigade")
+    named: dict[str, str | None] = {}
+    for word in words:
+        text = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        if os.path.isabs(text) and "\0" not in text:
+            named[text] = reuse.path_digest(Path(text), own)
+            if named[text] is None:
+                return None
+    folder = None
+    if any(MANIFEST_DIR in part for part in parts):
+        folder = reuse.tree_digest(ctx.manifest_dir, own)
+        if folder is None:
+            return None
+    seat = setting.seats.get(setting.seat)
+    return {
+        "named": named,
+        "manifest_dir": folder,
+        "sandbox": setting.sandbox or (seat.sandbox.mode if seat is not None else "auto"),
+        "network": seat.network if seat is not None else True,
+    }
+
+
 GRADER = GraderType(
     "1",
     {
@@ -636,4 +678,5 @@ GRADER = GraderType(
     process=True,
     default_limit=_default_limit,
     max_limit=MAX_COMMAND_SECONDS,
+    inputs=_inputs,
 )

@@ -26,8 +26,9 @@ from typing import Any
 
 import regex
 
+from brigade.core.identity import digest
 from brigade.core.selection import did_you_mean
-from brigade.run import command_grader, judge, proc
+from brigade.run import command_grader, judge, proc, reuse
 from brigade.run.grading import (
     COMMON_FIELDS,
     DEFAULT_TIME_LIMIT,
@@ -528,6 +529,30 @@ def _verify_receipt(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     )
 
 
+def _expected_file_inputs(spec: Mapping[str, Any], ctx: GradeContext) -> Mapping[str, Any]:
+    """What expected_file reads: the file of the manifest's folder (its digest)."""
+    try:
+        target = contained_file(ctx.manifest_dir, spec["path"], "path")
+    except GraderFault:
+        return {"file": None}  # (a grader_error: never reused)
+    return {"file": reuse.file_digest(target)}
+
+
+def _workspace_inputs(spec: Mapping[str, Any], ctx: GradeContext) -> Mapping[str, Any]:
+    """What file_exists and verify_receipt read: one file of the workspace as the seat left
+    it (the live folder of a read-only run, the snapshot of a writable one)."""
+    workspace = ctx.workspace
+    if workspace is None:
+        return {"file": None}
+    try:
+        relative = relative_path(spec["path"], "path")
+        data = workspace.read_bytes(relative)
+        present = workspace.exists(relative)
+    except GraderFault:
+        return {"file": None}
+    return {"exists": present, "file": digest(data) if data is not None else None}
+
+
 _STR = (str,)
 _INT = (int,)
 _JSON = (str, int, float, bool, list, dict, type(None))
@@ -556,8 +581,12 @@ GRADERS: dict[str, GraderType] = {
         _json_field,
         _check_json_path,
     ),
-    "file_exists": GraderType("1", {"path": Field(_STR, required=True)}, _file_exists),
-    "expected_file": GraderType("1", {"path": Field(_STR, required=True)}, _expected_file),
+    "file_exists": GraderType(
+        "1", {"path": Field(_STR, required=True)}, _file_exists, inputs=_workspace_inputs
+    ),
+    "expected_file": GraderType(
+        "1", {"path": Field(_STR, required=True)}, _expected_file, inputs=_expected_file_inputs
+    ),
     "diff_constraints": GraderType(
         "1",
         {
@@ -572,6 +601,7 @@ GRADERS: dict[str, GraderType] = {
         "1",
         {"path": Field(_STR, required=True), "expected_status": Field(_STR, default="completed")},
         _verify_receipt,
+        inputs=_workspace_inputs,
     ),
     # kinds that run a process (grader_result.v2)
     "command": command_grader.GRADER,
@@ -640,7 +670,70 @@ def spec_problem(raw: Mapping[str, Any]) -> str | None:
 
 def run_graders(specs: Sequence[Mapping[str, Any]], ctx: GradeContext) -> list[dict[str, Any]]:
     """A grader result for every spec, in order. Never raises for a grader's fault."""
-    return [grade_one(index, raw, ctx) for index, raw in enumerate(specs)]
+    return grade_all(specs, ctx).results
+
+
+@dataclasses.dataclass(frozen=True)
+class Grading:
+    """A cell's grading: a result per grader, the key of each (None: it has none) and where
+    the results it reused came from (the receipt's `reused_grades`)."""
+
+    results: list[dict[str, Any]]
+    keys: list[str | None]
+    reused: list[dict[str, Any]]
+
+    @property
+    def reused_indexes(self) -> set[int]:
+        """The graders whose result was reused (they ran nothing)."""
+        return {int(entry["grader_id"].rsplit(":", 1)[1]) for entry in self.reused}
+
+
+def grade_all(
+    specs: Sequence[Mapping[str, Any]], ctx: GradeContext, earlier: reuse.Earlier | None = None
+) -> Grading:
+    """Every grader's result, in order: the stored one of `earlier` when its key is
+    unchanged (run/reuse.py), else graded now. Never raises for a grader's fault."""
+    results: list[dict[str, Any]] = []
+    keys: list[str | None] = []
+    reused: list[dict[str, Any]] = []
+    for index, raw in enumerate(specs):
+        key = key_of(index, raw, ctx)
+        if earlier is not None and key is not None and key in earlier.results:
+            kind = str(raw["type"])
+            result, entry = reuse.reuse(earlier, key, kind, index, timed_context(index, raw, ctx))
+            results.append(result)
+            reused.append(entry)
+        else:
+            results.append(grade_one(index, raw, ctx))
+        keys.append(key)
+    return Grading(results, keys, reused)
+
+
+def timed_context(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> GradeContext:
+    """The context a valid grader runs in: its time limit (and deadline), and the folder of
+    a kind that runs a process; GraderFault for a spec that is not valid."""
+    grader, spec = normalized_spec(raw)
+    limit = time_limit(raw, grader.max_limit)
+    if grader.process:
+        if limit is None:
+            limit = grader.default_limit(spec, ctx) if grader.default_limit else None
+        limit = limit if limit is not None else DEFAULT_TIME_LIMIT
+        folder = None
+        if ctx.setting is not None:
+            folder = ctx.setting.graders_dir / f"{raw['type']}-{index}"
+        return dataclasses.replace(ctx, time_limit=limit, folder=folder)
+    limit = limit if limit is not None else DEFAULT_TIME_LIMIT
+    return dataclasses.replace(ctx, deadline=time.monotonic() + limit, time_limit=limit)
+
+
+def key_of(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> str | None:
+    """The grader key of one spec for this cell (run/reuse.grader_key); None for a spec that
+    is not valid, or whose inputs cannot be named."""
+    try:
+        grader, spec = normalized_spec(raw)
+        return reuse.grader_key(grader, raw, spec, timed_context(index, raw, ctx))
+    except GraderFault:
+        return None
 
 
 def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str, Any]:
@@ -658,18 +751,8 @@ def grade_one(index: int, raw: Mapping[str, Any], ctx: GradeContext) -> dict[str
     extra: Mapping[str, Any] = {}
     try:
         grader, spec = normalized_spec(raw)
-        limit = time_limit(raw, grader.max_limit)
-        if grader.process:
-            if limit is None:
-                limit = grader.default_limit(spec, ctx) if grader.default_limit else None
-            limit = limit if limit is not None else DEFAULT_TIME_LIMIT
-            folder = None
-            if ctx.setting is not None:
-                folder = ctx.setting.graders_dir / f"{kind}-{index}"
-            timed = dataclasses.replace(ctx, time_limit=limit, folder=folder)
-        else:
-            limit = limit if limit is not None else DEFAULT_TIME_LIMIT
-            timed = dataclasses.replace(ctx, deadline=time.monotonic() + limit, time_limit=limit)
+        timed = timed_context(index, raw, ctx)
+        limit = timed.time_limit
         graded = grader.grade(spec, timed)
         if isinstance(graded, Graded):
             score, detail, checks, extra = graded.score, graded.detail, graded.checks, graded.extra

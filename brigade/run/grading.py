@@ -154,6 +154,9 @@ class GraderType:
     process: bool = False
     default_limit: Callable[[Mapping[str, Any], GradeContext], float] | None = None
     max_limit: float = MAX_TIME_LIMIT
+    # what the kind reads besides the cell's run and its own spec (for its grader key,
+    # run/reuse.py); None from it: inputs that cannot be named, the grader always runs
+    inputs: Callable[[Mapping[str, Any], GradeContext], Mapping[str, Any] | None] | None = None
 
     @property
     def result_schema(self) -> str:

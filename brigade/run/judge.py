@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from brigade.adapters.base import last_line
-from brigade.core.identity import SEAT_KEYS
+from brigade.core.identity import SEAT_KEYS, text_digest
 from brigade.core.specs import DEFAULT_TIMEOUT_SECONDS, SeatSpec
 from brigade.run.grading import (
     DETAIL_CHARACTERS,
@@ -258,6 +258,13 @@ def _quote(text: str, limit: int) -> str:
     return '"' + _cut(text.strip(), limit) + '"'
 
 
+def _inputs(spec: Mapping[str, Any], ctx: GradeContext) -> Mapping[str, Any]:
+    """What a judge reads besides the answer and its spec (the rubric, its seat's identity):
+    the case's prompt, when it is shown one."""
+    prompt = ctx.setting.prompt if ctx.setting is not None and spec["include_prompt"] else None
+    return {"prompt": text_digest(prompt) if prompt is not None else None}
+
+
 GRADER = GraderType(
     "1",
     {
@@ -273,4 +280,5 @@ GRADER = GraderType(
     process=True,
     default_limit=_default_limit,
     max_limit=MAX_JUDGE_SECONDS,
+    inputs=_inputs,
 )

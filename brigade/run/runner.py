@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +33,7 @@ from brigade.core.usage import Price, Usage, UsageError, priced, usage_document,
 from brigade.errors import TamperedOutput
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
-from brigade.run import graders, proc, worktree
+from brigade.run import graders, proc, reuse, worktree
 from brigade.run.command_grader import DEFAULT_COMMAND_SECONDS
 from brigade.run.seat import (
     FINAL,
@@ -309,7 +307,7 @@ def grade_context(
 
 
 # <attempt>/graders/<type>-<index>/: what graders that run a process leave
-GRADERS_DIR = "graders"
+GRADERS_DIR = reuse.GRADERS_DIR
 _ATTEMPT = re.compile(r"attempt-([0-9]+)")
 
 
@@ -387,16 +385,20 @@ def finish(
     else:
         changes = changes_digest(rdir, run_doc)
     verdict = classify_run(facts_from_run(run_doc))
-    results: list[dict[str, Any]] = []
+    grading: graders.Grading | None = None
     if verdict is None:
-        results = graders.run_graders(
-            cell.graders, grade_context(ctx, cell, rdir, run_doc, changes)
-        )
-        verdict = classify_grades(results)
+        # a reused run's graders whose inputs are unchanged reuse its source's results
+        earlier = reuse.earlier_of(ctx.out, source) if source is not None else None
+        context = grade_context(ctx, cell, rdir, run_doc, changes)
+        grading = graders.grade_all(cell.graders, context, earlier)
+        verdict = classify_grades(grading.results)
+    results = grading.results if grading is not None else []
     receipt = running_receipt(ctx, cell, attempt, started_at)
     receipt.update(
         _terminal_fields(verdict, results, run_doc, rdir, store.file_digest(rdir / FINAL))
     )
+    if grading is not None:
+        receipt.update(_grading_fields(grading))
     if changes is not None:
         receipt["changes_digest"] = changes
     if verdict.fault_kind is not None:
@@ -412,8 +414,19 @@ def finish(
         if reused is None and run_doc.get("status") != "not_launched":
             usage = run_usage(run_doc, ctx.prices, cell.seat.model)
             seat = (cell.seat.name, usage.cost_usd if usage is not None else None)
-        ctx.budget.record(cell.cell_id, seat, model_runs(cell.graders, results, ctx.prices))
+        skip = grading.reused_indexes if grading is not None else set()
+        judges = model_runs(cell.graders, results, ctx.prices, skip)
+        ctx.budget.record(cell.cell_id, seat, judges)
     return receipt
+
+
+def _grading_fields(grading: graders.Grading) -> dict[str, Any]:
+    """The receipt's record of a grading: each grader's key (none without graders), and the
+    results it reused."""
+    fields: dict[str, Any] = {"grader_keys": list(grading.keys)} if grading.keys else {}
+    if grading.reused:
+        fields["reused_grades"] = list(grading.reused)
+    return fields
 
 
 def record_seat_run(
@@ -442,8 +455,9 @@ def verdict_fields(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str,
 
 
 # what a regrade drops of a receipt before writing the new verdict's fields over it (they
-# keep their places): what only an earlier verdict said, and the seat run's fault
-_DROPPED_BY_REGRADE = ("failure_reason", "failure_detail", "fault")
+# keep their places): what only an earlier verdict said (its grading's keys and reused
+# results too), and the seat run's fault
+_DROPPED_BY_REGRADE = ("failure_reason", "failure_detail", "fault", "grader_keys", "reused_grades")
 
 
 def _terminal_fields(
@@ -585,14 +599,17 @@ def regrade(
     *,
     durable: bool = True,
     verified: bool = False,
+    reuse_results: bool = False,
 ) -> dict[str, Any] | None:
     """Re-run the graders on a cell's stored output (verified first); never starts a seat.
 
     The receipt is rewritten only when the graders now say something else, so
     `graded_at` is when the recorded verdicts were produced. `durable=False`
     leaves the fsync to the caller (one sync for a whole batch); `verified` says
-    the caller already checked the output digest. None: the budget kept back the
-    judges it would run (the receipt stays as it is).
+    the caller already checked the output digest. `reuse_results`: graders whose key is
+    unchanged keep their recorded result (the regrade of a grader_error cell in a run;
+    `brigade regrade` runs every grader again). None: the budget kept back the judges it
+    would run (the receipt stays as it is).
     """
     if verified:
         rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
@@ -606,16 +623,25 @@ def regrade(
     if ctx.budget is not None and not ctx.budget.admit(cell, seat=False, kept="regrade"):
         return None
     context = grade_context(ctx, cell, rdir, run_doc, receipt.get("changes_digest"))
-    results = graders.run_graders(cell.graders, context)
+    earlier = reuse.earlier_of(ctx.out, receipt) if reuse_results else None
+    grading = graders.grade_all(cell.graders, context, earlier)
+    results = grading.results
     if ctx.budget is not None:
-        ctx.budget.record(cell.cell_id, None, model_runs(cell.graders, results, ctx.prices))
+        judges = model_runs(cell.graders, results, ctx.prices, grading.reused_indexes)
+        ctx.budget.record(cell.cell_id, None, judges)
     verdict = classify_grades(results)
-    if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
+    fields = _grading_fields(grading)
+    if (
+        verdict.state == receipt["state"]
+        and _verdicts(results) == _verdicts(receipt["graders"])
+        and all(receipt.get(key) == fields.get(key) for key in ("grader_keys", "reused_grades"))
+    ):
         return receipt
     updated = {k: v for k, v in receipt.items() if k not in _DROPPED_BY_REGRADE}
     if legacy.is_original_receipt(receipt):
         updated.update(_current_fields(cell, receipt, rdir))
     updated.update(verdict_fields(verdict, results))
+    updated.update(fields)  # its grader keys, and the results it reused
     store.write_receipt(ctx.out, updated, durable=durable)
     return updated
 
@@ -645,7 +671,7 @@ def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
     verify_output(ctx, receipt, receipt["state"] == "grader_error" and needs_patch(cell))
     if receipt["state"] != "grader_error":
         return "verified"
-    if regrade(ctx, cell, receipt, verified=True) is None:
+    if regrade(ctx, cell, receipt, verified=True, reuse_results=True) is None:
         return "kept"
     return "regrade"
 
@@ -662,29 +688,13 @@ def _usable_source(ctx: RunContext, source_id: str, cell: Cell) -> dict[str, Any
     return receipt
 
 
-def _not_files_or_folders(folder: str, names: list[str]) -> list[str]:
-    """The entries of a run folder that are no files, folders or symlinks (a FIFO a seat
-    left would block the copy): they are not part of the run."""
-    skipped = []
-    for name in names:
-        try:
-            mode = os.lstat(os.path.join(folder, name)).st_mode
-        except OSError:
-            continue
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-            skipped.append(name)
-    return skipped
-
-
 def _copy_run(
     ctx: RunContext, source: dict[str, Any], cell: Cell, attempt: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Copy another cell's verified run into this attempt (the cells differ only in graders)."""
     source_dir = store.run_dir(ctx.out, source["cell_id"], source["attempt"])
     target = store.run_dir(ctx.out, cell.cell_id, attempt)
-    shutil.copytree(
-        source_dir, target, dirs_exist_ok=True, symlinks=True, ignore=_not_files_or_folders
-    )
+    store.copy_folder(source_dir, target)
     run_doc = store.read_json(source_dir / RUN_RECORD)
     if not isinstance(run_doc, dict):
         raise TamperedOutput(
@@ -697,9 +707,12 @@ def _copy_run(
         "reused_from": {"cell_id": source["cell_id"], "attempt": source["attempt"]},
     }
     store.write_json(target / RUN_RECORD, run_doc, "brigade.run.v1")
+    started = run_doc.get("started_at")
     reused = {
         "cell_id": source["cell_id"],
         "attempt": source["attempt"],
         "output_digest": source.get("output_digest"),
+        # when the seat run was made (the receipt's started_at is when this attempt began)
+        "started_at": started if isinstance(started, str) else None,
     }
     return run_doc, reused

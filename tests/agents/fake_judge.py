@@ -9,6 +9,9 @@
   crash     exit 1
   slow      sleep 600 s
 
+$FAKE_JUDGE_FAULT (when set) makes any model fault like `fault`: the same judge, broken for
+a while.
+
 Every launch appends a JSON line {model, prompt, cwd, env} to $FAKE_JUDGE_LOG (when set),
 so tests can count judge runs and read the prompt a judge was given. $JUDGE_USAGE (when set)
 is written to $BRIGADE_USAGE_FILE: the judge's usage.
@@ -32,6 +35,9 @@ if log:
 if os.environ.get("JUDGE_USAGE"):
     with open(os.environ["BRIGADE_USAGE_FILE"], "w") as handle:
         handle.write(os.environ["JUDGE_USAGE"])
+
+if os.environ.get("FAKE_JUDGE_FAULT"):
+    model = "fault"
 
 REASONS = "The answer greets the user as the rubric asks.\nIt is short."
 if model == "pass":
