@@ -11,7 +11,15 @@ import pytest
 
 from brigade.core.plan import Cell
 from brigade.core.specs import RetryPolicy, SeatSpec
-from brigade.run.schedule import MAX_RETRY_WAIT_SECONDS, Job, Limits, Scheduler, retry_delay
+from brigade.run.schedule import (
+    MAX_RETRY_WAIT_SECONDS,
+    Done,
+    Job,
+    Limits,
+    Scheduler,
+    Threads,
+    retry_delay,
+)
 
 
 def cell(seat: str, n: int) -> Cell:
@@ -40,6 +48,10 @@ class Recorder:
         with self.lock:
             self.started.append(job)
 
+    def submit(self, job: Job, done: object) -> None:
+        """(an Executor: the test reports each run's end itself, `finished`)"""
+        self(job)
+
     def names(self) -> list[str]:
         return [f"{j.cell.coordinate}#{j.tries}" for j in self.started]
 
@@ -58,7 +70,7 @@ def fault(job: Job, kind: str, message: str = "m", after: float | None = None) -
 def scheduler(
     limits: Limits, recorder: Recorder, policies: dict[str, RetryPolicy] | None = None
 ) -> Scheduler:
-    return Scheduler(limits, policies or {}, start=recorder, rand=lambda: 0.0)
+    return Scheduler(limits, policies or {}, recorder, rand=lambda: 0.0)
 
 
 def test_a_saturated_seat_never_idles_the_others() -> None:
@@ -126,14 +138,14 @@ class Scripted:
         self.lock = threading.Lock()
         self.sched: Scheduler | None = None
 
-    def __call__(self, job: Job) -> None:
+    def submit(self, job: Job, done: Done) -> None:
+        """(an Executor) The run ends at once, in a thread of its own."""
         with self.lock:
             self.order.append(f"{job.cell.coordinate}#{job.tries}")
             kinds = self.script.get(job.cell.coordinate) or []
             kind = kinds.pop(0) if kinds else None
         receipt = ok(job) if kind is None else fault(job, kind)
-        assert self.sched is not None
-        threading.Thread(target=self.sched.finished, args=(job, receipt)).start()
+        threading.Thread(target=done, args=(lambda: receipt,)).start()
 
 
 def drained(
@@ -143,7 +155,7 @@ def drained(
     limits: Limits | None = None,
 ) -> tuple[Scripted, Scheduler, list[str | None]]:
     run = Scripted(script)
-    sched = Scheduler(limits or Limits(total=1), policies, start=run, rand=lambda: 0.0)
+    sched = Scheduler(limits or Limits(total=1), policies, run, rand=lambda: 0.0)
     run.sched = sched
     for c in cells:
         sched.add(c)
@@ -235,3 +247,24 @@ def test_the_stop_switch_keeps_every_queued_cell_back() -> None:
     assert sched.lines() == [
         "stopped launching: the spending limit of $1.00 was reached; 5 cells not started"
     ]
+
+
+def test_the_local_executor_records_each_run_in_its_own_thread() -> None:
+    """Threads: the run (and its recording) in a thread of its own; the scheduler gets the
+    receipt, or the recording's error, through `done` in its draining thread."""
+    ran: list[str] = []
+
+    def run(job: Job) -> dict[str, Any]:
+        ran.append(threading.current_thread().name)
+        if job.cell.coordinate.startswith("c1:"):
+            raise OSError(28, "No space left on device")
+        return ok(job)
+
+    sched = Scheduler(Limits(total=2), {}, Threads(run), rand=lambda: 0.0)
+    for n in range(3):
+        sched.add(cell("a", n))
+    counted: list[str | None] = []
+    with pytest.raises(OSError, match="No space left"):
+        sched.drain(lambda state, receipt: counted.append(state))
+    assert sorted(counted) == ["accepted", "accepted", "failed"]
+    assert sorted(ran) == ["seat c0:a:1", "seat c1:a:1", "seat c2:a:1"]

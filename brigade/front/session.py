@@ -355,29 +355,37 @@ def build_scheduler(session: Session) -> Scheduler:
     """The scheduler of a run whose cells must run: caps from the roster and -n, seat runs
     in threads here, or submitted to the Dask cluster (with no overall cap: the workers'
     resources are the cap there)."""
-    from brigade.run.schedule import Job, Scheduler, limits_for
+    from brigade.run.schedule import Done, Executor, Job, Scheduler, Threads, limits_for
 
     ctx = session.ctx
     seats = [session.roster.seats[name] for name in session.manifest.seats]
     policies = {seat.name: session.options.retry_policy(seat) for seat in seats}
     cluster = session.cluster
+    executor: Executor
     if cluster is None:
         limits = limits_for(seats, session.roster.limits, session.options.jobs)
-        scheduler = Scheduler(limits, policies, run=lambda job: run_cell(ctx, job.cell, job.tries))
+        executor = Threads(lambda job: run_cell(ctx, job.cell, job.tries))
     else:
         limits = limits_for(seats, session.roster.limits, None)
 
-        def start(job: Job) -> None:
-            attempt, started_at = start_attempt(ctx, job.cell, read=True)
+        class OnCluster:
+            """The Dask executor: the `running` receipt written here, the seat run on a
+            worker, its recording (graders included) on this coordinator."""
 
-            def record(run_doc: dict[str, Any]) -> dict[str, Any]:
-                return finish(ctx, job.cell, attempt, started_at, run_doc, None, tries=job.tries)
+            def submit(self, job: Job, done: Done) -> None:
+                """Open the attempt and submit its seat run to the cluster."""
+                attempt, started_at = start_attempt(ctx, job.cell, read=True)
 
-            cluster.submit(
-                job.cell, attempt, record, lambda recorded: scheduler.post(job, recorded)
-            )
+                def record(run_doc: dict[str, Any]) -> dict[str, Any]:
+                    return finish(
+                        ctx, job.cell, attempt, started_at, run_doc, None, tries=job.tries
+                    )
 
-        scheduler = Scheduler(limits, policies, start=start)
+                assert cluster is not None
+                cluster.submit(job.cell, attempt, record, done)
+
+        executor = OnCluster()
+    scheduler = Scheduler(limits, policies, executor)
     if ctx.budget is not None:
         ctx.budget.attach(scheduler)  # seat runs start only when the budget admits them
     return scheduler

@@ -8,18 +8,20 @@ waits at its cap the free slots go to the next cells of other seats, in plan
 order, so a saturated seat never idles the run. One `drain` (the `collect`
 task) waits until no cell is queued, waiting for a retry, or running.
 
-The scheduler knows nothing of how a seat runs. Given `run(job) -> receipt`,
-it runs each job in a thread of its own (the local executor: a seat is a
-subprocess, so a thread per seat in flight is all it costs); given
-`start(job)`, it only launches the job (a task on a Dask cluster) and whoever
-runs it reports the terminal receipt back (`finished`) or hands over a function
-that records it (`post`, called in the draining thread).
+The scheduler knows nothing of how a seat runs: it hands each job to an
+`Executor` (`submit(job, done)`, which returns at once) and the executor hands
+back, once the run has ended, the function that records it (`done(record)`),
+which the scheduler calls in its draining thread. The local executor
+(`Threads`) runs each job in a thread of its own (a seat is a subprocess, so a
+thread per seat in flight is all it costs) and records it there; the Dask
+executor submits a task to the cluster and records it on the coordinator.
 
 Nothing of this module is imported or built when no cell has to run.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import os
 import random
@@ -28,7 +30,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from brigade.core.plan import Cell
 from brigade.core.specs import RetryPolicy, SeatSpec
@@ -45,6 +47,11 @@ WAKE_SECONDS = 1.0
 JITTER = 0.5
 
 Receipt = Mapping[str, Any]
+# records a job's run when the scheduler calls it: the terminal receipt (None: the run was
+# interrupted and records nothing; an exception: recording failed, the cell keeps its disk)
+Record = Callable[[], "Receipt | None"]
+# what an executor calls, once, when a job's run has ended: with the function recording it
+Done = Callable[[Record], None]
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,42 @@ def retry_delay(policy: RetryPolicy, retry: int, hint: float | None, rand: float
     return max(backoff, hint or 0.0)
 
 
+class Executor(Protocol):
+    """Where seat runs happen: the local threads (`Threads`), a Dask cluster."""
+
+    def submit(self, job: Job, done: Done) -> None:
+        """Start the job's run and return at once; call `done(record)` once when it has
+        ended (from any thread). An exception here: the run could not even be prepared."""
+
+
+class Threads:
+    """The local executor: each job's run in a thread of its own, recorded there (`run(job)`
+    runs the seat and writes its receipt; the seat's process must be waited for on the
+    thread that started it)."""
+
+    def __init__(self, run: Callable[[Job], Receipt]) -> None:
+        self._run = run
+
+    def submit(self, job: Job, done: Done) -> None:
+        """Run the job in a new thread; `done` gets its receipt (or its error)."""
+        threading.Thread(
+            target=self._work, args=(job, done), name=f"seat {job.cell.coordinate}", daemon=True
+        ).start()
+
+    def _work(self, job: Job, done: Done) -> None:
+        try:
+            receipt = self._run(job)
+        except Exception as exc:  # interrupted, or the storage failed: the cell keeps its disk
+            error = exc
+
+            def failed() -> Receipt | None:
+                raise error
+
+            done(failed)
+        else:
+            done(lambda: receipt)
+
+
 class Scheduler:
     """Starts seat runs under the caps; retries transient faults; stops seats on lasting ones."""
 
@@ -111,18 +154,14 @@ class Scheduler:
         self,
         limits: Limits,
         policies: Mapping[str, RetryPolicy],
+        executor: Executor,
         *,
-        run: Callable[[Job], Receipt] | None = None,
-        start: Callable[[Job], None] | None = None,
         rand: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if (run is None) == (start is None):
-            raise ValueError("a scheduler needs either `run` or `start`")
         self.limits = limits
         self.policies = dict(policies)
-        self._run = run
-        self._start = start or self._in_thread
+        self._executor = executor
         self._rand = rand
         self._clock = clock
         self._pid = os.getpid()
@@ -227,8 +266,8 @@ class Scheduler:
             self._cond.notify_all()
         self._launch(starting)
 
-    def post(self, job: Job, record: Callable[[], Receipt | None]) -> None:
-        """A job's run ended elsewhere: `record` writes its receipt, in the draining thread."""
+    def post(self, job: Job, record: Record) -> None:
+        """A job's run ended: `record` records it, called in the draining thread."""
         with self._cond:
             self._events.append((job, record))
             self._cond.notify_all()
@@ -444,26 +483,12 @@ class Scheduler:
 
     # -- outside the lock --------------------------------------------------------------
 
-    def _in_thread(self, job: Job) -> None:
-        threading.Thread(
-            target=self._run_job, args=(job,), name=f"seat {job.cell.coordinate}", daemon=True
-        ).start()
-
-    def _run_job(self, job: Job) -> None:
-        assert self._run is not None
-        try:
-            receipt = self._run(job)
-        except Exception as exc:  # interrupted, or the storage failed: the cell keeps its disk
-            self.finished(job, None, exc)
-        else:
-            self.finished(job, receipt)
-
     def _launch(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
             try:
                 for callback in self._starting:
                     callback(job.cell)
-                self._start(job)
+                self._executor.submit(job, functools.partial(self.post, job))
             except Exception as exc:  # a run that could not even be prepared (a full disk)
                 self.finished(job, None, exc)
 
