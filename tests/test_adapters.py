@@ -935,6 +935,16 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         ),
     },
     "gemini": {
+        "model": (
+            "",
+            fault_of(
+                "model_unavailable",
+                "[API Error: models/m-1 is not found for API version v1beta, or is not supported "
+                "for generateContent. Call ListModels to see the list of available models and "
+                "their supported methods.]",
+            ),
+            None,
+        ),
         "success": OK,
         "auth": ("", fault_of("auth", out.GEMINI["auth"][2]), None),
         "quota": ("", fault_of("quota", message_of_sample(out.GEMINI["quota"][1])), None),
@@ -1237,6 +1247,7 @@ NEWER_KINDS = {
     "claude": {"model_unavailable", "cli_incompatible", "unknown"},
     "codex": {"model_unavailable"},
     "cursor": {"model_unavailable"},
+    "gemini": {"model_unavailable"},
     "qwen": {"model_unavailable"},
     "aider": {"cli_incompatible"},
     "copilot": {"model_unavailable"},

@@ -94,6 +94,24 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
     "codex-0.99.0-ok": ("All good.", None, None, 1200, 4, None),
     "codex-0.99.0-app-server-404": ("", "model_unavailable", OPENAI_404_URL, None, None, None),
     "codex-0.99.0-app-server-ok": ("All good.", None, None, 1200, 4, None),
+    "gemini-0.6.1-404": (
+        "",
+        "model_unavailable",
+        '{"error":{"code":404,"message":"models/gemini-9-pro is not found for API version '
+        "v1beta, or is not supported for generateContent. Call ListModels to see the list of "
+        'available models and their supported methods.","status":"NOT_FOUND"}}',
+        *[None] * 3,
+    ),
+    "gemini-0.61.0-404": (
+        "",
+        "model_unavailable",
+        "[API Error: models/gemini-9-pro is not found for API version v1beta, or is not "
+        "supported for generateContent. Call ListModels to see the list of available models and "
+        "their supported methods.]",
+        0,
+        0,
+        None,
+    ),
     "gemini-0.6.1-stream-json": (
         "",
         "cli_incompatible",
@@ -178,6 +196,7 @@ def test_real_output_is_read(name: str) -> None:
         ("codex-0.44.0-404", "codex-0.99.0-404"),
         ("codex-0.99.0-ok", "codex-0.99.0-app-server-ok"),
         ("codex-0.99.0-404", "codex-0.99.0-app-server-404"),
+        ("gemini-0.6.1-404", "gemini-0.61.0-404"),
         ("qwen-0.1.4-ok", "qwen-0.7.1-ok"),
         ("qwen-0.7.1-ok", "qwen-0.24.4-ok"),
         ("qwen-0.7.1-404", "qwen-0.24.4-404"),
@@ -249,6 +268,21 @@ def argparse_refusal(*argv: str) -> str:
             "context\n\nUSAGE:\n    codex exec [OPTIONS]\n",
             "error: Found argument '--json' which wasn't expected, or isn't valid in this context",
             "--json",
+        ),
+        # click 8.5.1 and 7.x, as they print it
+        (
+            "Usage: k.py [OPTIONS]\nTry 'k.py --help' for help.\n\nError: No such option "
+            "'--verbos'. Did you mean '--verbose'?\n",
+            "Error: No such option '--verbos'. Did you mean '--verbose'?",
+            "--verbos",
+        ),
+        ("Error: No such option: --effort\n", "Error: No such option: --effort", "--effort"),
+        (
+            "Error: Invalid value for '--output-format': 'stream-json' is not one of 'text', "
+            "'json'.\n",
+            "Error: Invalid value for '--output-format': 'stream-json' is not one of 'text', "
+            "'json'.",
+            "--output-format",
         ),
         # cobra/pflag (ollama)
         ("Error: unknown flag: --think\n", "Error: unknown flag: --think", "--think"),

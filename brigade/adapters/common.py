@@ -179,7 +179,7 @@ def one_line(text: str) -> str:
 # brigade built (an option or a value its version does not have), named by the
 # flag it refused: commander.js (claude, cursor-agent, copilot), yargs (gemini,
 # qwen, opencode), clap 4 and older (codex, goose), argparse (aider), cobra/pflag
-# (ollama). Matched on stderr only, where the parser writes before anything runs.
+# (ollama), click. Matched on stderr only, where the parser writes before anything runs.
 _REFUSALS: tuple[re.Pattern[str], ...] = (
     re.compile(r"^error: unknown option '(?P<flag>[^']+)'.*$", re.MULTILINE),
     re.compile(
@@ -196,6 +196,9 @@ _REFUSALS: tuple[re.Pattern[str], ...] = (
         r"^\S+: error: argument (?P<flag>-[^:/\s]+)[^:]*: invalid choice: .*$", re.MULTILINE
     ),
     re.compile(r"^Error: unknown (?:shorthand )?flag: '?(?P<flag>[^'\s]+)'?.*$", re.MULTILINE),
+    # click (8.x quotes the option, 7.x follows a colon)
+    re.compile(r"^Error: No such option:? '?(?P<flag>-[^'\s]+?)'?\.?(?: .*)?$", re.MULTILINE),
+    re.compile(r"^Error: Invalid value for '(?P<flag>-[^' ]+)'[^:]*: .*$", re.MULTILINE),
     re.compile(r'^Error: invalid argument "[^"]*" for "(?P<flag>-[^"]+)" flag.*$', re.MULTILINE),
 )
 

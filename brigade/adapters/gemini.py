@@ -113,6 +113,13 @@ class GeminiAdapter(AgentCli):
         if legacy is not None:
             return _parse_gemini_json(legacy, out)
         if not events:
+            # json mode reports a fatal error as a JSON document on stderr (0.6.1 captured)
+            error = _stderr_json(out.stderr)
+            if error is not None:
+                message = str(error.get("message") or "error")
+                kind = _google_kind(status_of(error.get("code")), message)
+                found = fault(kind, message, out.now)
+                return Parsed("", fault=found, error=None if found else message, reported=True)
             return Parsed(final_text=out.stdout.strip())
         return _parse_gemini_stream(events, out)
 

@@ -804,6 +804,16 @@ GEMINI: dict[str, Sample] = {
         "",
     ),
     "5xx": (244, gemini_error("[API Error: Internal error encountered.]"), ""),
+    # as 0.61.0 printed a 404 for the model (tests/data/cli_samples/gemini-0.61.0-404)
+    "model": (
+        1,
+        gemini_error(
+            "[API Error: models/m-1 is not found for API version v1beta, or is not supported "
+            "for generateContent. Call ListModels to see the list of available models and their "
+            "supported methods.]"
+        ),
+        "",
+    ),
     "drop": (1, gemini_error("[API Error: exception TypeError: fetch failed sending request]"), ""),
     "maxturns": (
         53,
