@@ -162,9 +162,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     written = init_project((args.dir or Path.cwd()).absolute())
     for path in written.files:
-        print(f"wrote {path}")
+        print(printable(f"wrote {path}"))
     if written.include_line is not None:
-        print(f"add this line to your Makefile for `make eval`: {written.include_line}")
+        print(printable(f"add this line to your Makefile for `make eval`: {written.include_line}"))
     print("next: doit (or make eval); brigade show .brigade/evals/example")
     return 0
 

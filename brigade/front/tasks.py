@@ -653,7 +653,7 @@ def _hand_to(scheduler: Scheduler, info: RunInfo, jobs: int, plain: bool) -> Han
     def hand(cell: Cell) -> None:
         if plain and jobs == 1 and not said and threading.current_thread() is not MAIN_THREAD:
             said.append(True)
-            sys.stderr.write(f"brigade: {JOBS_NOTE}\n")
+            sys.stderr.write(printable(f"brigade: {JOBS_NOTE}") + "\n")
         info.handed.add(cell.cell_id)
         scheduler.add(cell)
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from brigade.adapters.codex_rpc import Session
+from brigade.core.terminal import printable
 from brigade.run import proc
 
 # Seconds the server gets to exit once its stdin closes after the turn.
@@ -73,8 +74,11 @@ def drive(argv: Sequence[str], doc: Mapping[str, Any], version: str) -> int:
     if session.finished:
         return 0 if session.succeeded else 1
     sys.stderr.write(
-        f"brigade: connection closed: codex app-server exited with status {code} "
-        "before the turn completed\n"
+        printable(
+            f"brigade: connection closed: codex app-server exited with status {code} "
+            "before the turn completed"
+        )
+        + "\n"
     )
     return code if code > 0 else 1
 
