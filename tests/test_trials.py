@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -433,3 +435,50 @@ def test_trial_stats_invariants(cells) -> None:
         if pair["interval"] is not None:
             low, high = pair["interval"]
             assert -1 <= low <= pair["difference"] <= high <= 1
+
+
+# --- against independent implementations (scipy, statsmodels) -------------------
+
+
+def test_wilson_interval_matches_statsmodels() -> None:
+    from statsmodels.stats.proportion import proportion_confint
+
+    rng = random.Random(4)
+    cases = [(0, 1), (1, 1), (0, 20), (20, 20), (7, 13), (1, 1000)]
+    cases += [(c, n) for n in (rng.randint(1, 400) for _ in range(60)) for c in [rng.randint(0, n)]]
+    for confidence in (0.8, 0.95, 0.99):
+        for successes, n in cases:
+            low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+            got = wilson_interval(successes, n, confidence)
+            assert got == pytest.approx((low, high), abs=1e-12), (successes, n, confidence)
+
+
+def test_pass_at_k_and_pass_hat_k_match_scipy_hypergeometric() -> None:
+    from scipy.stats import hypergeom
+
+    for n in range(1, 25):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                # k trials drawn without replacement from n of which c passed
+                none = hypergeom.pmf(0, n, c, k)
+                every = hypergeom.pmf(k, n, c, k)
+                assert pass_at_k(n, c, k) == pytest.approx(1 - none, abs=1e-12)
+                assert pass_hat_k(n, c, k) == pytest.approx(every, abs=1e-12)
+
+
+def test_t_distribution_and_paired_interval_match_scipy() -> None:
+    from scipy import stats
+
+    for df in (1, 2, 3, 5, 10, 30, 120):
+        for p in (0.6, 0.9, 0.975, 0.995):
+            assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-9)
+        for t in (-4.0, -1.0, 0.3, 2.5):
+            assert t_cdf(t, df) == pytest.approx(stats.t.cdf(t, df), rel=1e-9, abs=1e-14)
+    rng = random.Random(9)
+    for _ in range(20):
+        values = [rng.uniform(-0.3, 0.3) for _ in range(rng.randint(2, 40))]
+        low, high = stats.t.interval(
+            0.95, len(values) - 1, loc=statistics.fmean(values), scale=stats.sem(values)
+        )
+        got = paired_difference(values).interval
+        assert got == pytest.approx((max(-1, low), min(1, high)), abs=1e-9)
