@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -132,3 +133,48 @@ def test_make_eval_keeps_brigades_exit_code_in_the_status_file(repo_copy: Path) 
     )
     assert bad.returncode == 2
     assert status.read_text() == "2\n"
+
+
+def yaml_blocks(section: str) -> list[str]:
+    """The YAML code blocks of a README section (up to the next heading of its level)."""
+    text = README.split(section, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```yaml\n(.*?)\n```", text, re.S)
+
+
+def test_the_ci_gate_jobs_parse_and_run_the_documented_compare_step() -> None:
+    import yaml
+
+    step = block_after("compare-gate")
+    github, gitlab = yaml_blocks("### Gating a pull request on regressions")
+    steps = yaml.safe_load(github)["jobs"]["eval"]["steps"]
+    runs = [s["run"].strip() for s in steps if "brigade compare" in s.get("run", "")]
+    assert runs == [step]
+    jobs = yaml.safe_load(gitlab)
+    (line,) = [line for line in jobs["eval:merge-request"]["script"] if "brigade compare" in line]
+    assert step.split(" >> ")[0] + " > compare.md" in line
+
+
+def test_the_documented_compare_step_gates_two_real_batteries(tmp_path: Path) -> None:
+    from test_compare import BASE_RATES, CASES, battery
+
+    base = battery(tmp_path, "base", BASE_RATES)
+    new = battery(tmp_path, "new", BASE_RATES | dict.fromkeys(CASES[:8], 0))
+    project = tmp_path / "project"
+    (project / ".brigade" / "evals").mkdir(parents=True)
+    shutil.copytree(base, project / ".brigade" / "base")
+    shutil.copytree(new, project / ".brigade" / "evals" / "demo")
+    summary = tmp_path / "step-summary.md"
+    step = block_after("compare-gate").replace(".venv/bin/brigade", " ".join(brigade_command()))
+    done = subprocess.run(
+        ["bash", "-c", step],
+        cwd=project,
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr  # NEW is 40 points worse: beyond the 2-point margin
+    assert summary.read_text().startswith(
+        "### brigade compare: NEW is worse — gate regression (exit 1)\n"
+    )
+    assert (project / "compare.html").is_file()

@@ -21,7 +21,7 @@ SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*.json"))
 
 def test_every_file_has_a_tag() -> None:
     assert sorted(p.name for p in SCHEMA_FILES) == sorted(schemas.FILES.values())
-    assert len(SCHEMA_FILES) == 14
+    assert len(SCHEMA_FILES) == 15
 
 
 @pytest.mark.parametrize("path", SCHEMA_FILES, ids=[p.name for p in SCHEMA_FILES])
@@ -315,6 +315,11 @@ def test_fast_output_check_agrees_with_jsonschema(project: Any) -> None:
         "cells": {"a" * 64: {"coordinate": "c:s:1", "attempt": 1, "forgotten_at": "2026-01-01"}},
     }
     documents.append((Path("forgotten.json"), forgotten["schema"], forgotten))
+    # brigade compare prints its document: one of two single-trial batteries stands for it
+    from test_compare import comparison_of
+
+    comparison = comparison_of(worse=8, better=1, same=29)
+    documents.append((Path("compare.json"), comparison["schema"], comparison))
     for path, tag, doc in documents:
         if tag not in tags:
             continue

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from brigade import __version__
-from brigade.core.jsonpath import format_path
-from brigade.core.plan import Plan, PlanShapeError, expand, plan_from_document
+from brigade.core.plan import Plan, expand
 from brigade.core.receipts import views_of
 from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, EXIT_REJECTED, GRADEABLE
 from brigade.core.terminal import printable
@@ -23,7 +22,7 @@ from brigade.errors import BrigadeError, EnvironmentProblem, InputError
 from brigade.front.options import OPTIONS, Options, add_arguments, from_arguments
 from brigade.front.session import grader_warnings, load_inputs, lock_output, plan_only
 from brigade.outdir import lock, store
-from brigade.outdir.results import current_receipts, read_plan_document, summarize
+from brigade.outdir.results import current_receipts, load_plan, summarize
 from brigade.run import proc
 
 Handler = Callable[[argparse.Namespace], int]
@@ -232,16 +231,7 @@ def _output_dir(value: Path | None) -> Path:
 
 
 def _load_plan(out: Path) -> Plan:
-    path = out / store.PLAN_FILE
-    try:
-        return plan_from_document(read_plan_document(out))
-    except PlanShapeError as exc:
-        raise InputError(f"{path}: {format_path(exc.path)}: {exc.problem}") from None
-    except KeyError as exc:  # a key of the plan itself
-        key = exc.args[0] if exc.args and isinstance(exc.args[0], str) else "?"
-        raise InputError(f"{path}: {format_path([key])}: is required but missing") from None
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise InputError(f"{path}: not a valid plan ({type(exc).__name__}: {exc})") from None
+    return load_plan(out)
 
 
 def cmd_regrade(args: argparse.Namespace) -> int:
@@ -535,6 +525,65 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Compare two output directories (BASE NEW), or two seats of one (DIR --seats A B).
+
+    Cells are matched by case and trial: per case the flips (pass -> fail, fail -> pass),
+    cases only one side has, measurement failures listed as unmeasured (never flips, never
+    evidence); overall the difference in accepted rate (NEW - BASE) with a cluster-bootstrap
+    interval over cases, the p-value (exact McNemar for single trials, else the sign-flip
+    test), the least difference the battery can detect, costs side by side, and a verdict:
+    better, worse or no detectable difference. Prints text, --json (brigade.compare.v1) or
+    --markdown (a pull-request comment); --html FILE writes a page in the report's style.
+
+    Exit 0, or with --fail-on-regression: 1 when NEW is worse at the chosen confidence (and,
+    with --margin, by more than that many points at that confidence), 3 when more than
+    --max-unmeasured percent of the shared cases' cells were unmeasured or no case could be
+    compared (this dominates 1); 2 on bad input.
+    """
+    from brigade.core.compare import Settings
+    from brigade.outdir.comparison import compare_batteries, read_battery
+
+    if args.json and args.markdown:
+        raise InputError("compare: give --json or --markdown, not both")
+    if args.margin < 0:
+        raise InputError(f"--margin: must not be negative, got {args.margin:g}")
+    if not 0 <= args.max_unmeasured <= 100:
+        raise InputError(
+            f"--max-unmeasured: a percentage from 0 to 100, got {args.max_unmeasured:g}"
+        )
+    if not 0.5 <= args.confidence < 1:
+        raise InputError(f"--confidence: from 0.5 up to (not including) 1, got {args.confidence:g}")
+    settings = Settings(
+        confidence=args.confidence,
+        margin=args.margin,
+        max_unmeasured=args.max_unmeasured,
+        fail_on_regression=args.fail_on_regression,
+    )
+    base = read_battery(args.base.absolute())
+    same = args.new is None or args.new.absolute() == args.base.absolute()
+    new = base if same else read_battery(args.new.absolute())
+    doc = compare_batteries(base, new, args.seats, settings, same=same)
+    if args.html is not None:
+        from brigade.report.compare import write_page
+
+        written = write_page(doc, base, new, args.html)
+        if _leaked(written.leaks):
+            return EXIT_MEASUREMENT
+        say(f"wrote {written.path}", file=sys.stderr)
+    if args.json:
+        say_json(doc, indent=2, ensure_ascii=False)
+    elif args.markdown:
+        from brigade.report.compare import markdown
+
+        say(markdown(doc).rstrip("\n"))
+    else:
+        from brigade.report.compare import text
+
+        say(text(doc))
+    return int(doc["gate"]["exit_code"])
+
+
 def _plan_workspace(plan: Plan) -> Path:
     """The workspace the plan was run in (its context), else the current folder."""
     return Path((plan.context or {}).get("workspace", str(Path.cwd())))
@@ -686,6 +735,55 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--html", type=Path, metavar="FILE", help="write the HTML report to FILE")
     sub.add_argument("--json", action="store_true", help="print the report's data as JSON")
     sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
+
+    sub = command("compare", cmd_compare)
+    sub.add_argument(
+        "base", type=Path, metavar="BASE", help="the output directory compared against"
+    )
+    sub.add_argument(
+        "new",
+        nargs="?",
+        type=Path,
+        metavar="NEW",
+        help="the output directory compared (default: BASE, with --seats)",
+    )
+    sub.add_argument(
+        "--seats",
+        nargs=2,
+        metavar=("A", "B"),
+        help="compare seat A of BASE with seat B of NEW (of BASE when NEW is not given); "
+        "default: each seat both have, else the only seat of each",
+    )
+    sub.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    sub.add_argument("--markdown", action="store_true", help="print a markdown summary")
+    sub.add_argument("--html", type=Path, metavar="FILE", help="write the comparison page to FILE")
+    sub.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when NEW is worse, 3 when too much was unmeasured to tell",
+    )
+    sub.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        metavar="POINTS",
+        help="with --fail-on-regression: fail only when NEW is worse by more than POINTS "
+        "percentage points at the chosen confidence (default 0)",
+    )
+    sub.add_argument(
+        "--max-unmeasured",
+        type=float,
+        default=10.0,
+        metavar="PERCENT",
+        help="with --fail-on-regression: exit 3 when more than PERCENT of the shared cases' "
+        "cells were unmeasured (default 10)",
+    )
+    sub.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="confidence of the interval and the verdict (default 0.95)",
+    )
 
     sub = command("doctor", cmd_doctor)
     sub.add_argument("manifest", nargs="?", type=Path, help="manifest whose seats to check")

@@ -37,6 +37,7 @@ FILES = {
     "brigade.transcript.v1": "transcript.v1.json",
     "brigade.usage.v1": "usage.v1.json",
     "brigade.forgotten.v1": "forgotten.v1.json",
+    "brigade.compare.v1": "compare.v1.json",
 }
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from brigade.core.clock import utc_now
-from brigade.core.plan import PLAN_SCHEMA, Plan
+from brigade.core.jsonpath import format_path
+from brigade.core.plan import PLAN_SCHEMA, Plan, PlanShapeError, plan_from_document
 from brigade.core.receipts import ReceiptView, view_of
 from brigade.core.taxonomy import fault_kind_of, measurement_kind
 from brigade.errors import InputError
@@ -105,6 +106,21 @@ def read_plan_document(out: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("schema") not in tags:
         raise InputError(f"{out}: no readable plan.json here; is this a brigade output directory?")
     return doc
+
+
+def load_plan(out: Path, doc: dict[str, Any] | None = None) -> Plan:
+    """The plan an output directory records (from its plan.json `doc` when read already);
+    InputError (one line naming plan.json and the JSON path) when it holds none or a broken one."""
+    path = out / store.PLAN_FILE
+    try:
+        return plan_from_document(doc if doc is not None else read_plan_document(out))
+    except PlanShapeError as exc:
+        raise InputError(f"{path}: {format_path(exc.path)}: {exc.problem}") from None
+    except KeyError as exc:  # a key of the plan itself
+        key = exc.args[0] if exc.args and isinstance(exc.args[0], str) else "?"
+        raise InputError(f"{path}: {format_path([key])}: is required but missing") from None
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise InputError(f"{path}: not a valid plan ({type(exc).__name__}: {exc})") from None
 
 
 SUMMARY_KEY = ".summary-key.json"  # a cache: which plan summary.json was made from, its headline
