@@ -307,3 +307,26 @@ def test_what_a_command_left_in_its_folder_is_copied_without_being_followed(
     assert not (folder / "pipe").exists()
     assert (folder / "link").is_symlink()
     assert sorted(p.name for p in folder.iterdir()) == ["link", "stderr.log", "stdout.log"]
+
+
+def test_a_folder_too_deep_to_copy_is_graded_again_not_a_crash(project: Project) -> None:
+    """The attack: the code under test nests folders in the grader's folder deeper than a
+    copy can follow; the result is then graded again instead of reused."""
+    script = project.root / "nest.py"
+    script.write_text(
+        "import os\n"
+        "os.chdir(os.environ['BRIGADE_GRADER_DIR'])\n"
+        "for _ in range(700):\n"
+        "    os.mkdir('d')\n"
+        "    os.chdir('d')\n"
+    )
+    fixit(project, extra={"command": [sys.executable, str(script)], "score_from": None})
+    assert project.run(**log(project)).returncode == 0
+    spec = project.receipt("fix:agent:1")["grader_specs"][0]
+    project.write_manifest(
+        [{"id": "fix", "prompt": "fix it", "graders": [spec, {**JUDGE, "rubric": "r2"}]}],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run(**log(project))
+    assert done.returncode == 0, done.stderr
+    assert "reused_grades" not in project.receipt("fix:agent:1")

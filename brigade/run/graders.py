@@ -698,11 +698,17 @@ def grade_all(
     reused: list[dict[str, Any]] = []
     for index, raw in enumerate(specs):
         key = key_of(index, raw, ctx)
+        found = None
         if earlier is not None and key is not None and key in earlier.results:
             kind = str(raw["type"])
-            result, entry = reuse.reuse(earlier, key, kind, index, timed_context(index, raw, ctx))
-            results.append(result)
-            reused.append(entry)
+            try:
+                found = reuse.reuse(earlier, key, kind, index, timed_context(index, raw, ctx))
+            except (OSError, RecursionError):
+                # its folder cannot be copied (what a process left there): grade it again
+                found = None
+        if found is not None:
+            results.append(found[0])
+            reused.append(found[1])
         else:
             results.append(grade_one(index, raw, ctx))
         keys.append(key)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import shutil
 import stat
 import threading
 from collections.abc import Collection, Mapping
@@ -217,7 +218,9 @@ def reuse(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The stored result of a grader with this key, as this cell's grader `kind:index`, and
     the `reused_grades` entry that says where it came from. The folder its process left
-    (logs, a judge's run) is copied into this attempt's, so the cell keeps its own."""
+    (logs, a judge's run) is copied into this attempt's, so the cell keeps its own; OSError or
+    RecursionError when it cannot be (what the process left there), and the caller grades
+    it again."""
     source_index, stored = earlier.results[key]
     result = copy.deepcopy(dict(stored))
     result["grader_id"] = f"{kind}:{index}"
@@ -230,7 +233,11 @@ def reuse(
         target = setting.graders_dir / f"{kind}-{index}"
         old, new = os.path.relpath(source, out), os.path.relpath(target, out)
         if target != source and os.path.isdir(source) and not os.path.islink(source):
-            store.copy_folder(source, target)
+            try:
+                store.copy_folder(source, target)
+            except (OSError, RecursionError):
+                shutil.rmtree(target, ignore_errors=True)  # no half copy for its grading
+                raise
         if isinstance(result.get("logs"), dict):
             result["logs"] = {name: _moved(path, old, new) for name, path in result["logs"].items()}
         run_ref = os.path.relpath(setting.run_dir, out)
