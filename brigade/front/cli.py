@@ -240,9 +240,12 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     Each stored final.txt is checked against the receipt's output_digest first
     (and a writable run's changes.patch against its changes_digest, when a
     command grader re-applies it); on any mismatch nothing is regraded and the
-    command exits 2. Command and judge graders run again (a judge seat too). Then the run
-    is finished as the final doit task finishes it: summary.json, the export
-    and the report, checked for leaks (a leak is listed and the command exits 3).
+    command exits 2. Every grader runs again, commands and judges too (a judge seat
+    too), none reusing its stored result. --max-cost (else the manifest's or the
+    roster's max_cost) keeps back the judges that would take the spending past it
+    (exit 3). Then the run is finished as the final doit task finishes it:
+    summary.json, the export and the report, checked for leaks (a leak is listed and
+    the command exits 3).
     """
     from brigade.core.plan import judges_of
     from brigade.front.session import check_max_cost, regrade_budget, regrade_context
