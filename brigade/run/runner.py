@@ -630,13 +630,11 @@ def regrade(
         judges = model_runs(cell.graders, results, ctx.prices, grading.reused_indexes)
         ctx.budget.record(cell.cell_id, None, judges)
     verdict = classify_grades(results)
-    fields = _grading_fields(grading)
-    if (
-        verdict.state == receipt["state"]
-        and _verdicts(results) == _verdicts(receipt["graders"])
-        and all(receipt.get(key) == fields.get(key) for key in ("grader_keys", "reused_grades"))
-    ):
+    # the same verdicts keep the receipt as it is (its graded_at, keys and reused results
+    # describe the grading that produced them): a regrade of unchanged cells writes nothing
+    if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
+    fields = _grading_fields(grading)
     updated = {k: v for k, v in receipt.items() if k not in _DROPPED_BY_REGRADE}
     if legacy.is_original_receipt(receipt):
         updated.update(_current_fields(cell, receipt, rdir))
