@@ -1,7 +1,7 @@
 """An output directory as the original `brigade model trial` (0.27) leaves it, built by hand.
 
-Written from the seed contracts (seeds/cell-identity-and-resume.md,
-seeds/outcome-taxonomy.md) and what the original's files are known to hold:
+Written from the contracts (docs/contracts/cell-identity-and-resume.md,
+docs/contracts/outcome-taxonomy.md) and what the original's files are known to hold:
 
 - plan.json tagged `brigade.eval_manifest.v1`, cells naming their seat, a bare-hex
   `manifest_digest` (sha256 of the manifest's canonical JSON), its stale_cells;

@@ -249,7 +249,9 @@ def test_runs_of_the_original_tool_without_a_patch_are_a_grader_error(project: P
 
 def test_the_fixit_example_end_to_end(repo_copy: Path) -> None:
     """manifests/fixit.yaml as README shows it: a fixture repository, agents that fix its
-    failing test (one hastily), graded by pytest over their re-applied changes."""
+    failing test (one hastily), graded by pytest over their re-applied changes. The
+    documented command, as README gives it right after the set-up: it installs pytest
+    (here already there: pip installs nothing) and runs the battery."""
     from conftest import brigade_command
 
     for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "checkout"]):
@@ -259,8 +261,13 @@ def test_the_fixit_example_end_to_end(repo_copy: Path) -> None:
 
     from test_readme import block_after
 
-    documented = shlex.split(block_after("fixit-command"))
+    install, run = block_after("fixit-command").split(" && ")
+    assert shlex.split(install) == [".venv/bin/pip", "install", "pytest"]
+    documented = shlex.split(run)
     assert documented[0] == ".venv/bin/brigade"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "pytest"]
+    installed = subprocess.run(pip, capture_output=True, text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
     command = [*brigade_command(), *documented[1:]]
 
     done = subprocess.run(command, cwd=repo_copy, capture_output=True, text=True, timeout=300)

@@ -21,8 +21,8 @@ STATS_KEYS = ["values", "count", "mean", "median", "min", "max", "stdev"]
 
 
 def seed_exit_bucket(summary: dict[str, Any]) -> int:
-    """The exit bucket as the original tool's readers compute it (seeds/outcome-taxonomy.md):
-    from `measurement_failures` and `counts` alone."""
+    """The exit bucket as the original tool's readers compute it
+    (docs/contracts/outcome-taxonomy.md): from `measurement_failures` and `counts` alone."""
     if int(summary.get("measurement_failures", 0) or 0) > 0:
         return 3
     counts = summary["counts"]

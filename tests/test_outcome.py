@@ -215,7 +215,7 @@ def test_failure_classes(
     assert is_real_failure(state, reason) is real
 
 
-# the exit bucket column of seeds/outcome-taxonomy.md
+# the exit bucket column of docs/contracts/outcome-taxonomy.md
 BUCKETS = [
     ("accepted", None, 0),
     ("unscored", None, 0),

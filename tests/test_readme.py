@@ -1,4 +1,5 @@
-"""README.md stays true: the demo runs as documented and CI runs the documented test command."""
+"""README.md and docs/ stay true: the demo runs as documented, CI runs the documented test
+command, and the snippets the pages show parse and run."""
 
 from __future__ import annotations
 
@@ -13,10 +14,17 @@ from pathlib import Path
 from conftest import REPO, brigade_command
 
 README = (REPO / "README.md").read_text()
+DOCS = REPO / "docs"
 
 
-def block_after(marker: str) -> str:
-    match = re.search(rf"<!-- {marker} -->\s*```sh\n(.*?)\n```", README, re.S)
+def page(name: str) -> str:
+    """The text of a docs/ page."""
+    return (DOCS / name).read_text()
+
+
+def block_after(marker: str, text: str = README) -> str:
+    """The sh block after `<!-- marker -->` in README.md (or in `text`, a docs/ page)."""
+    match = re.search(rf"<!-- {marker} -->\s*```sh\n(.*?)\n```", text, re.S)
     assert match, marker
     return match.group(1)
 
@@ -66,7 +74,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 
 def test_every_documented_command_has_help() -> None:
-    commands = README.split("## Commands", 1)[1].split("##", 1)[0]
+    commands = page("commands.md").split("# Commands", 1)[1].split("\n## ", 1)[0]
     names = re.findall(r"^brigade (\w+)", commands, re.M)
     assert len(names) >= 7
     for name in names:
@@ -78,10 +86,11 @@ def test_every_documented_command_has_help() -> None:
 
 
 def test_every_summary_key_is_documented() -> None:
-    """README's summary.json table lists every key summary.json has (top level, per seat)."""
+    """docs/output-directory.md's summary.json table lists every key summary.json has (top
+    level, per seat)."""
     from brigade.inputs import schemas
 
-    table = README.split("| key | meaning |", 1)[1].split("\n\n", 1)[0]
+    table = page("output-directory.md").split("| key | meaning |", 1)[1].split("\n\n", 1)[0]
     documented = set(re.findall(r"`(\w+)`", table))
     schema = schemas.schema("brigade.eval_summary.v1")
     assert set(schema["properties"]) <= documented
@@ -135,17 +144,19 @@ def test_make_eval_keeps_brigades_exit_code_in_the_status_file(repo_copy: Path) 
     assert status.read_text() == "2\n"
 
 
-def yaml_blocks(section: str) -> list[str]:
-    """The YAML code blocks of a README section (up to the next heading of its level)."""
-    text = README.split(section, 1)[1].split("\n## ", 1)[0]
+def yaml_blocks(text: str, section: str) -> list[str]:
+    """The YAML code blocks of a page's section (up to its next heading of that level)."""
+    level = section.split(" ", 1)[0]
+    text = text.split(section, 1)[1].split(f"\n{level} ", 1)[0]
     return re.findall(r"```yaml\n(.*?)\n```", text, re.S)
 
 
 def test_the_ci_gate_jobs_parse_and_run_the_documented_compare_step() -> None:
     import yaml
 
-    step = block_after("compare-gate")
-    github, gitlab = yaml_blocks("### Gating a pull request on regressions")
+    ci = page("ci.md")
+    step = block_after("compare-gate", ci)
+    github, gitlab = yaml_blocks(ci, "## Gating a pull request on regressions")
     steps = yaml.safe_load(github)["jobs"]["eval"]["steps"]
     runs = [s["run"].strip() for s in steps if "brigade compare" in s.get("run", "")]
     assert runs == [step]
@@ -164,7 +175,8 @@ def test_the_documented_compare_step_gates_two_real_batteries(tmp_path: Path) ->
     shutil.copytree(base, project / ".brigade" / "base")
     shutil.copytree(new, project / ".brigade" / "evals" / "demo")
     summary = tmp_path / "step-summary.md"
-    step = block_after("compare-gate").replace(".venv/bin/brigade", " ".join(brigade_command()))
+    step = block_after("compare-gate", page("ci.md"))
+    step = step.replace(".venv/bin/brigade", " ".join(brigade_command()))
     done = subprocess.run(
         ["bash", "-c", step],
         cwd=project,
@@ -178,3 +190,61 @@ def test_the_documented_compare_step_gates_two_real_batteries(tmp_path: Path) ->
         "### brigade compare: NEW is worse — gate regression (exit 1)\n"
     )
     assert (project / "compare.html").is_file()
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors a Markdown page's headings get (as GitHub makes them)."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", text, flags=re.S), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug)
+    return found
+
+
+def test_every_link_of_the_docs_names_a_file_and_heading_that_exist() -> None:
+    pages = [REPO / "README.md", REPO / "DEVELOPERS.md", *sorted(DOCS.rglob("*.md"))]
+    for path in pages:
+        text = path.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https://...
+            name, _, anchor = target.partition("#")
+            linked = (path.parent / name).resolve() if name else path
+            assert linked.exists(), f"{path.relative_to(REPO)}: {target}"
+            if anchor:
+                assert anchor in anchors(linked.read_text()), f"{path.relative_to(REPO)}: {target}"
+
+
+def test_the_fixit_command_installs_the_pytest_the_demo_set_up_lacks() -> None:
+    """The fixit grader runs `{python} -m pytest`: the demo's `pip install -e .` does not
+    install pytest (a base dependency it is not), so the documented command does."""
+    import tomllib
+
+    import yaml
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if re.match(r"pytest\b", d)]
+    fixit = yaml.safe_load((REPO / "manifests" / "fixit.yaml").read_text())
+    (grader,) = fixit["cases"][0]["graders"]
+    assert grader["command"][:3] == ["{python}", "-m", "pytest"]
+    assert block_after("fixit-command").startswith(".venv/bin/pip install pytest && ")
+
+
+def test_the_first_manifest_of_the_readme_is_valid(tmp_path: Path) -> None:
+    """README's example of one's own manifest validates (with a roster naming its seat)."""
+    import yaml
+
+    (text,) = yaml_blocks(README, "## In your own repository")
+    manifest = yaml.safe_load(text)
+    manifest["roster"] = "roster.yaml"
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    (tmp_path / "roster.yaml").write_text(
+        "schema: brigade.roster.v1\nseats:\n  worker: {cli: claude, model: claude-sonnet-4-5}\n"
+    )
+    done = subprocess.run(
+        [*brigade_command(), "validate", str(tmp_path / "m.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr

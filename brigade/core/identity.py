@@ -1,7 +1,7 @@
 """Cell identity: canonical JSON and sha256 digests, exactly as the frozen contract says.
 
 Changing what enters `identity_payload` changes every cell_id ever recorded: it
-needs a new CELL_SCHEMA tag and a migration note (seeds/cell-identity-and-resume.md).
+needs a new CELL_SCHEMA tag and a migration note (docs/contracts/cell-identity-and-resume.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The frozen taxonomy: cell states, what a run and its grades mean, the resume table, exit codes.
 
-Frozen by seeds/outcome-taxonomy.md and seeds/cell-identity-and-resume.md.
+Frozen by docs/contracts/outcome-taxonomy.md and docs/contracts/cell-identity-and-resume.md.
 Deterministic states are real statements about the seat; environmental ones
 are faults of the measurement apparatus and must never be read as seat
 performance. Every set of states the package uses is defined here, from `State`.
@@ -238,7 +238,7 @@ def outcome_name(bucket: int, incomplete: bool) -> str:
 
 
 def decide(receipt: ReceiptView | None, *, retry_transient: bool, reusable: bool) -> Action:
-    """One row of the resume table (seeds/cell-identity-and-resume.md).
+    """One row of the resume table (docs/contracts/cell-identity-and-resume.md).
 
     - accepted / rejected / unscored / execution_error / adapter_error: skip,
       except adapter_error and timed-out execution_error under --retry-transient
