@@ -248,3 +248,33 @@ def test_the_first_manifest_of_the_readme_is_valid(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_doit_where_there_is_no_dodo_is_as_documented(tmp_path: Path, repo_copy: Path) -> None:
+    """README says what `doit` does in a folder without a dodo.py (doit's own error, exit 3)
+    and how to reach one from a subfolder (`doit -k`), where relative paths on the command
+    line stay relative to the subfolder."""
+    doit = [sys.executable, "-m", "doit"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = subprocess.run(doit, cwd=empty, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert f"ERROR: Could not find dodo file '{empty / 'dodo.py'}'" in done.stderr
+    assert "`ERROR: Could not find dodo file '.../dodo.py'`" in " ".join(README.split())
+    assert not list(empty.iterdir())  # nothing written
+    sub = repo_copy / "sub"
+    sub.mkdir()
+    listed = subprocess.run(
+        [*doit, "-k", "list"], cwd=sub, capture_output=True, text=True, timeout=120
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "cell:" in listed.stdout
+    missing = subprocess.run(
+        [*doit, "-k", "list", "manifest=nothere.yaml"],
+        cwd=sub,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert missing.returncode == 2
+    assert missing.stderr == f"brigade: {sub / 'nothere.yaml'}: file not found\n"
