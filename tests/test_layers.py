@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "brigade"
 
 # lowest first; a module may import its own layer and the ones before it
-LAYERS = ("errors", "core", "adapters", "inputs", "outdir", "run", "report", "front", "dodo")
+LAYERS = ("errors", "core", "fs", "adapters", "inputs", "outdir", "run", "report", "front", "dodo")
 # the package itself (its version) and its top-level leaf modules
 SHARED = {"brigade"}
 # the pure core: values in, values out

@@ -33,6 +33,7 @@ from brigade.adapters.base import (
     SeatRequest,
     last_line,
 )
+from brigade.core import jsontext
 from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import FaultKind
 from brigade.core.transcript import Entry
@@ -335,7 +336,7 @@ def json_values(text: str) -> list[Any]:
     if not stripped:
         return []
     try:
-        return [json.loads(stripped)]
+        return [jsontext.parse(stripped, limit=None)]
     except ValueError:
         pass
     values: list[Any] = []
@@ -343,7 +344,7 @@ def json_values(text: str) -> list[Any]:
         line = line.strip()
         if line.startswith(("{", "[")):
             try:
-                values.append(json.loads(line))
+                values.append(jsontext.parse(line, limit=None))
             except ValueError:
                 continue
     if values:
@@ -352,7 +353,7 @@ def json_values(text: str) -> list[Any]:
     for start in (m.start() + 1 for m in re.finditer(r"\n[{\[]", stripped)):
         try:
             value, _ = json.JSONDecoder().raw_decode(stripped[start:])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested beyond the parser
             continue
         return [value]
     return []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import sys
@@ -11,6 +10,7 @@ from collections.abc import Mapping
 
 from brigade.adapters.base import Fault, Invocation, Reading, SeatRequest, last_line
 from brigade.adapters.common import classify_fault, one_line, retry_after
+from brigade.core import jsontext
 from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import FAULT_KINDS, FaultKind
 from brigade.core.usage import Usage, UsageError, usage_from_document
@@ -119,7 +119,7 @@ def _usage(files: dict[str, str]) -> tuple[Usage | None, tuple[str, ...]]:
     if text is None:
         return None, ()
     try:
-        return usage_from_document(json.loads(text), USAGE_FILE), ()
-    except ValueError as exc:  # UsageError, or text that is not JSON
-        problem = str(exc) if isinstance(exc, UsageError) else f"{USAGE_FILE}: not JSON ({exc})"
+        return usage_from_document(jsontext.parse(text), USAGE_FILE), ()
+    except ValueError as exc:  # UsageError, or not JSON brigade reads (jsontext.BadJSON)
+        problem = str(exc) if isinstance(exc, UsageError) else f"{USAGE_FILE}: {exc}"
         return None, (f"usage ignored: {one_line(problem)}",)

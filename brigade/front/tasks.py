@@ -115,7 +115,7 @@ def dep_file(out: Path) -> str:
         return str(path)  # missing: doit starts a fresh one
     try:
         json.loads(data)  # a truncated DB may well end in "}", or be empty
-    except ValueError:
+    except (ValueError, RecursionError):
         path.unlink(missing_ok=True)
     return str(path)
 

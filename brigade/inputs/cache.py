@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
+
+from brigade import fs
 
 
 def cache_dir() -> Path:
@@ -28,11 +29,7 @@ def write_cache_entry(entry: Path, data: bytes) -> None:
     A cache that cannot be written only costs time: errors are swallowed.
     """
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, entry)
+        fs.atomic_write(entry, data, durable=False)  # no temp file left by a failure
     except OSError:
         return
     prune(entry.parent, CACHE_KEEP_SECONDS)

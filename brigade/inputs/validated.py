@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.inputs import schemas, sources
 from brigade.inputs.cache import cache_dir, write_cache_entry
 from brigade.inputs.documents import parse_document, read_bytes
@@ -33,7 +34,7 @@ def read_valid_document(path: Path, label: str, schema_tag: str) -> Any:
     ).hexdigest()
     entry = cache_dir() / "inputs" / f"{key}.json"
     try:
-        return json.loads(entry.read_bytes())
+        return fs.read_json(entry, limit=None, max_depth=None)
     except (OSError, ValueError):
         pass
     doc = parse_document(data, path, label)

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.core.terminal import printable
 from brigade.inputs.sources import code_digest
-from brigade.outdir.store import atomic_write_bytes, read_regular
+from brigade.outdir.store import atomic_write_bytes
 
 # what a Sidecar returns for a file it cannot vouch for (None may be a cached value)
 MISS: Any = object()
@@ -92,7 +93,8 @@ class Sidecar:
         if not load:
             return
         try:
-            doc = json.loads(read_regular(path))
+            # brigade's own cache, looked up by name: no depth scan on every no-op run
+            doc = fs.read_json(path, limit=None, max_depth=None)
         except (FileNotFoundError, NotADirectoryError):
             return  # no cache yet (or no output directory: its own check says so)
         except (OSError, ValueError) as exc:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade.core import jsontext
 from brigade.core.identity import CELL_SCHEMA, text_digest
 from brigade.core.plan import PLAN_SCHEMA, Plan, judge_env_values
 from brigade.core.projection import (
@@ -339,8 +340,8 @@ def check_file(path: Path, label: str, secrets: Secrets, roles: Roles | None = N
     except OSError:
         return []
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
+        doc = jsontext.parse(text, limit=None)
+    except ValueError:
         return find_leaks_in_text(label, text, secrets)
     return find_leaks_in_json(label, doc, secrets, roles)
 

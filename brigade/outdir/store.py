@@ -15,11 +15,11 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.taxonomy import STATES
 from brigade.inputs import schemas
@@ -100,15 +100,6 @@ def check_layout(out: Path) -> None:
 _ATTEMPT = re.compile(r"^attempt-(\d+)$")
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
-
-
 def cells_root(out: Path) -> Path:
     """`<out>/cells`."""
     return out / CELLS_DIR
@@ -137,35 +128,16 @@ def run_dir(out: Path, cell_id: str, number: int) -> Path:
 def atomic_write_bytes(
     path: Path, data: bytes, *, durable: bool = True, sync_dir: bool = True
 ) -> None:
-    """Write via a temp file in the same folder, fsync, rename, fsync the folder.
+    """Write via a temp file in the same folder, fsync, rename, fsync the folder
+    (`fs.atomic_write`: no link followed, no temp file left by a failure).
 
     `durable=False` skips the fsyncs (still atomic) for files derived from others;
     `sync_dir=False` skips only the folder's fsync (for files a receipt commits).
     """
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; receipts are ordinary files
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    if durable and sync_dir:
-        _fsync_dir(path.parent)
+    fs.atomic_write(path, data, durable=durable, sync_dir=sync_dir)
 
 
-# `.<name>.<8 random characters>.tmp`: what tempfile.mkstemp makes for atomic_write_bytes
+# `.<name>.<8 random characters>.tmp`: what fs.temp_name makes for atomic_write_bytes
 _TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 
@@ -193,19 +165,6 @@ def remove_stale_temps(folder: Path) -> int:
     except OSError:
         pass
     return removed
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def dumps(doc: Any, *, compact: bool = False) -> bytes:
@@ -246,53 +205,17 @@ def sampled(value: Any) -> Any:
     return value
 
 
-class NotRegularFile(OSError):
-    """A path that is not a regular file where one is read (a FIFO, a device, a socket, a
-    folder, a symlink): read as if it were missing."""
-
-
-def open_regular(path: Path | str) -> int:
-    """A read-only descriptor of a regular file, never opening anything else.
-
-    Any file of an output directory may have been put there by a seat (it has
-    `BRIGADE_RUN_DIR`): a FIFO would block the open or the read forever, a device
-    never ends, a symlink reads a file elsewhere. So: no symlink followed (the last
-    component), no blocking open, and anything but a regular file refused
-    (`NotRegularFile`, an OSError like a missing file)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def read_regular(path: Path | str, limit: int | None = None) -> bytes:
-    """A regular file's bytes (at most `limit`, then one more to tell it holds more);
-    OSError when it is missing, unreadable or not a regular file (`open_regular`)."""
-    with os.fdopen(open_regular(path), "rb") as handle:
-        return handle.read() if limit is None else handle.read(limit + 1)
+# reading a file of the output directory: regular files only, no symlink followed, never
+# blocking, bounded (`fs`); kept under these names for the modules that read through store
+NotRegularFile = fs.NotRegularFile
+open_regular = fs.open_regular
+read_regular = fs.read_regular
 
 
 def read_json(path: Path) -> Any | None:
-    """A JSON document, or None when it is missing, unreadable, corrupt or not a regular
-    file."""
-    try:
-        return json.loads(read_regular(path))
-    except (OSError, ValueError):
-        return None
+    """A JSON document, or None when it is missing, unreadable, not a regular file or not
+    JSON brigade reads (`fs.load_json`: size and depth bounded)."""
+    return fs.load_json(path)
 
 
 def file_digest(path: Path | str) -> str | None:

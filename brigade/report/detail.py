@@ -9,13 +9,13 @@ missing or unreadable file is simply absent from the record.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade.core import jsontext
 from brigade.core.identity import digest
 from brigade.core.plan import Cell
 from brigade.core.taxonomy import SEAT_FAILED
@@ -224,7 +224,7 @@ def read_transcript(
     if digest(data) != expected:
         return None
     try:
-        doc = json.loads(data)
+        doc = jsontext.parse(data, limit=None)
     except ValueError:
         return None
     if not isinstance(doc, dict) or doc.get("schema") != TRANSCRIPT_SCHEMA:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from brigade.adapters.codex_rpc import Session
+from brigade.core import jsontext
 from brigade.core.terminal import printable
 from brigade.run import proc
 
@@ -52,7 +53,7 @@ def drive(argv: Sequence[str], doc: Mapping[str, Any], version: str) -> int:
         for raw in server.stdout:
             _echo(out, raw)
             try:
-                message = json.loads(raw)
+                message = jsontext.parse(raw, limit=None)
             except ValueError:
                 continue  # chatter on stdout; kept in the transcript, not understood
             for reply in session.feed(message):

@@ -26,6 +26,7 @@ from typing import Any
 
 import regex
 
+from brigade.core import jsontext
 from brigade.core.identity import digest
 from brigade.core.selection import did_you_mean
 from brigade.run import command_grader, judge, proc, reuse
@@ -248,14 +249,12 @@ def _json_field(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
             return False, "output is a Markdown code fence, not bare JSON (allow_fence: false)", []
         text, note = body, " (read inside the answer's Markdown code fence)"
     try:
-        document = json.loads(text)
-    except RecursionError:
-        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels{note}", []
-    except ValueError as exc:
+        document = jsontext.parse(text, limit=None, max_depth=MAX_JSON_DEPTH)
+    except jsontext.BadJSON as exc:
+        if exc.kind == "depth":
+            return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels{note}", []
         start = _excerpt(ctx.redact(text), 0, EXCERPT_CHARACTERS)
-        return False, f"output is not JSON ({exc}){note}; it begins {start}", []
-    if json_depth(document) > MAX_JSON_DEPTH:
-        return False, f"output is JSON nested deeper than {MAX_JSON_DEPTH} levels{note}", []
+        return False, f"output is {exc}{note}; it begins {start}", []
     value: Any = document
     trail: list[str] = []  # what the walk found at each step of the path
     parts = spec["path"].split(".")
@@ -382,23 +381,6 @@ def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
     return value
 
 
-def json_depth(value: Any) -> int:
-    """How deeply a parsed JSON value nests (a scalar is 0), without recursion."""
-    deepest = 0
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            items: Any = item.values()
-        elif isinstance(item, list):
-            items = item
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        stack.extend((child, depth + 1) for child in items)
-    return deepest
-
-
 def same_json(left: Any, right: Any) -> bool:
     """JSON equality where true is not 1 (at any depth); 3 and 3.0 are the same number."""
     if isinstance(left, bool) or isinstance(right, bool):
@@ -513,8 +495,8 @@ def _verify_receipt(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
             )
         return False, f"{named} was not written (looked in {_where(ctx)})", []
     try:
-        receipt = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        receipt = jsontext.parse(data, limit=None)
+    except ValueError:
         start = _excerpt(ctx.redact(data.decode("utf-8", "replace")), 0, EXCERPT_CHARACTERS)
         return False, f"{named} in {_where(ctx)} is not valid JSON; it begins {start}", []
     status = receipt.get("status") if isinstance(receipt, dict) else None

@@ -18,6 +18,7 @@ from typing import Any
 from brigade.adapters import adapter_for
 from brigade.adapters.base import Adapter, Reading, SeatRequest
 from brigade.adapters.versions import incompatible_detail
+from brigade.core import jsontext
 from brigade.core.clock import utc_now
 from brigade.core.identity import digest
 from brigade.core.plan import Cell
@@ -206,8 +207,9 @@ def execute_seat(
             stderr = read_text(rdir / STDERR)
             if result.launched and not result.timed_out:
                 # files the adapter asked for (an exec program's usage file), when written
+                # (bounded: what the seat wrote is read as far as a JSON reader would)
                 files = {
-                    name: read_text(rdir / name)
+                    name: read_text(rdir / name, jsontext.MAX_BYTES)
                     for name in invocation.output_files
                     if (rdir / name).is_file()
                 }
@@ -501,9 +503,10 @@ def _write_run_records(
     )
 
 
-def read_text(path: Path) -> str:
-    """A file's text (undecodable bytes replaced), empty when it cannot be read."""
+def read_text(path: Path, limit: int | None = None) -> str:
+    """A file's text (undecodable bytes replaced; at most `limit` bytes and one more),
+    empty when it cannot be read."""
     try:
-        return store.read_regular(path).decode("utf-8", "replace")
+        return store.read_regular(path, limit).decode("utf-8", "replace")
     except OSError:
         return ""

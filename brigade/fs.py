@@ -1,0 +1,162 @@
+"""Files where a seat may have been first: regular-file, no-follow, bounded reads, and
+atomic writes that never follow a link.
+
+Any file of the output directory (and of a worktree, a grader's folder, the cache)
+may have been planted by a process brigade ran: a FIFO would block an open forever, a
+device never ends, a symlink reads or writes a file elsewhere, a folder stands where a
+file goes. Every read and write brigade does there goes through this module.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from brigade.core import jsontext
+
+_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file where one is read (a FIFO, a device, a socket, a
+    folder, a symlink): read as if it were missing."""
+
+
+def open_regular(path: Path | str) -> int:
+    """A read-only descriptor of a regular file, never opening anything else.
+
+    No symlink followed (the last component), no blocking open, and anything but a
+    regular file refused (`NotRegularFile`, an OSError like a missing file; a folder
+    is IsADirectoryError)."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """A regular file's bytes (at most `limit`, then one more to tell it holds more);
+    OSError when it is missing, unreadable or not a regular file (`open_regular`)."""
+    with os.fdopen(open_regular(path), "rb") as handle:
+        return handle.read() if limit is None else handle.read(limit + 1)
+
+
+def read_json(
+    path: Path | str,
+    *,
+    limit: int | None = jsontext.MAX_BYTES,
+    max_depth: int | None = jsontext.MAX_DEPTH,
+) -> Any:
+    """The JSON document of a regular file: OSError when it cannot be read as one
+    (`read_regular`), `jsontext.BadJSON` (one line) when it is not JSON brigade reads."""
+    return jsontext.parse(read_regular(path, limit), limit=limit, max_depth=max_depth)
+
+
+def load_json(path: Path | str) -> Any | None:
+    """`read_json`, or None when the file is missing, unreadable, not a regular file or not
+    JSON brigade reads."""
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def open_folder(path: Path | str) -> int:
+    """A descriptor of a folder, never through a symlink at its last component (ELOOP or
+    ENOTDIR, an OSError, when one is there)."""
+    return os.open(path, _FOLDER)
+
+
+def folder_in(root: Path | str, parts: Sequence[str]) -> int:
+    """A descriptor of `root/parts...`, made as needed, no component ever a followed link:
+    a write under it lands under `root` whatever was planted on the way."""
+    fd = open_folder(root)
+    try:
+        for part in parts:
+            if part in ("", ".", "..") or "/" in part:
+                raise OSError(errno.EINVAL, "not a plain folder name", part)
+            try:
+                os.mkdir(part, 0o777, dir_fd=fd)
+            except FileExistsError:
+                pass
+            inner = os.open(part, _FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def temp_name(name: str) -> str:
+    """The name of an atomic write's temp file for `name` (`.<name>.<8 characters>.tmp`)."""
+    return f".{name}.{secrets.token_hex(4)}.tmp"
+
+
+def write_at(folder: int, name: str, data: bytes, *, durable: bool = True) -> None:
+    """Write `name` in the open folder atomically: a new temp file there (never a followed
+    link), fsynced when `durable`, renamed over `name` (a link there is replaced, not
+    followed). The temp file never survives a failure."""
+    while True:
+        tmp = temp_name(name)
+        try:
+            fd = os.open(tmp, _CREATE, 0o666, dir_fd=folder)  # the umask applies
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=folder)
+        except OSError:
+            pass
+        raise
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True, sync_dir: bool = True) -> None:
+    """Write `path` atomically through its folder, opened without following a link (the
+    folder is made when missing): `write_at`, then the folder fsynced when `durable`
+    and `sync_dir`."""
+    try:
+        folder = open_folder(path.parent)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = open_folder(path.parent)
+    try:
+        try:
+            write_at(folder, path.name, data, durable=durable)
+        except OSError as exc:  # named by the path written, not the temp file's name
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        if durable and sync_dir:
+            try:
+                os.fsync(folder)
+            except OSError:
+                pass
+    finally:
+        os.close(folder)
