@@ -1,4 +1,4 @@
-# brigade's everyday commands, for people and CI (README.md, "In CI").
+# brigade's everyday commands, for people and CI (docs/ci.md).
 #
 # make turns any failing recipe into its own exit 2, which to brigade means "could not
 # start". So `make eval` and `make report` write brigade's own exit code to $(STATUS)

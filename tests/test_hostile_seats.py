@@ -173,13 +173,13 @@ def test_a_required_judge_sandbox_that_cannot_run_refuses_before_any_seat(
     assert project.launches() == 1
 
 
-# --- item 11: the README's `sandbox: off` --------------------------------------------
+# --- item 11: docs/sandbox.md's `sandbox: off` --------------------------------------------
 
 
 def test_an_unquoted_sandbox_off_is_off_and_an_unknown_mode_names_the_allowed_ones(
     project: Project,
 ) -> None:
-    # YAML 1.1 reads an unquoted `off` as false: as the README writes it, at both levels
+    # YAML 1.1 reads an unquoted `off` as false: as docs/sandbox.md writes it, at both levels
     project.roster.write_text(
         "schema: brigade.roster.v1\n"
         "sandbox: off\n"

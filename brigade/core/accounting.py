@@ -127,7 +127,7 @@ class Spending:
                 self.known_sums[name] = _plus(self.known_sums[name], value)
 
     def document(self) -> dict[str, Any]:
-        """summary.json's `usage_all_attempts` object (see README, summary.json)."""
+        """summary.json's `usage_all_attempts` object (docs/output-directory.md, summary.json)."""
         cost = stable_round(self.cost) if self.cost is not None else None
         tokens_unknown = self.cells - self.known["tokens"]
         cost_unknown = self.cells - self.known["cost"]

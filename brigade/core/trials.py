@@ -1,6 +1,6 @@
 """Trial statistics: accepted rates with Wilson intervals, pass@k, pass^k, paired seat comparisons.
 
-Pure: values in, values out. Definitions (also in README.md, "Reading results"):
+Pure: values in, values out. Definitions (also in docs/results.md):
 
 - A cell's *trial kind*: `accepted` (a pass); `failed` (rejected, or an
   execution_error that is not a timeout: a real failure of the seat);

@@ -115,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     1: a real failure of a seat; 3: a measurement failure; 2: could not start.
     --case/--seat/--trial (repeatable; glob patterns) run a subset: the exit
     code covers it, summary.json, the export and the report the whole plan.
-    With --executor dask the seats run on a Dask cluster's workers (see README).
+    With --executor dask the seats run on a Dask cluster's workers (docs/scale-out.md).
     """
     options = from_arguments(args, manifest=args.manifest)
     return run_through_doit(options)
