@@ -278,3 +278,35 @@ def test_doit_where_there_is_no_dodo_is_as_documented(tmp_path: Path, repo_copy:
     )
     assert missing.returncode == 2
     assert missing.stderr == f"brigade: {sub / 'nothere.yaml'}: file not found\n"
+
+
+def test_the_contracts_name_exactly_the_states_and_identity_fields_of_the_code() -> None:
+    """docs/contracts/ is what the code cites: its state table is taxonomy's terminal
+    states with their exit buckets, its identity list identity's payload fields."""
+    from brigade.core import identity, taxonomy
+
+    outcome = page("contracts/outcome-taxonomy.md")
+    rows = re.findall(r"^\| `(\w+)` \|.*\| ([\d, a-z]+) \|$", outcome, re.M)
+    assert {state for state, _ in rows} == set(taxonomy.TERMINAL)
+    for state, bucket in rows:
+        real = taxonomy.exit_bucket([(state, None)])
+        timed_out = taxonomy.exit_bucket([(state, "timeout")])
+        assert bucket == (
+            str(real) if real == timed_out else f"{real}, or {timed_out} when timed out"
+        )
+    cell = page("contracts/cell-identity-and-resume.md")
+    fields = cell.split("## Cell identity", 1)[1].split("\n\n## ", 1)[0]
+    named = re.findall(r"^- `([\w.]+)`:", fields, re.M)
+    payload = identity.identity_payload(
+        case_id="c",
+        prompt="p",
+        seat=dict.fromkeys(identity.SEAT_KEYS),
+        trial=1,
+        graders=[],
+        execution_mode="read-only",
+    )
+    fields_of_code = []
+    for key, value in payload.items():  # case.id, seat.model, ...: one level down
+        fields_of_code += [f"{key}.{sub}" for sub in value] if isinstance(value, dict) else [key]
+    assert sorted(named) == sorted(fields_of_code)
+    assert identity.CELL_SCHEMA in fields
