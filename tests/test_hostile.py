@@ -72,7 +72,7 @@ def test_a_worktree_whose_changes_cannot_be_read_is_an_adapter_error(
     assert result.returncode == 3, result.stderr
     receipt = project.receipt("gone:agent:1")
     assert receipt["state"] == "adapter_error"
-    assert receipt["failure_detail"].startswith("worktree: git diff failed in the worktree")
+    assert receipt["failure_detail"].startswith("worktree: git ls-files failed in the worktree")
 
 
 @pytest.mark.parametrize("where", ["env", "cli", "model"])

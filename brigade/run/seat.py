@@ -253,12 +253,12 @@ def execute_seat(
             )
             if tree is not None:
                 try:
-                    # a sandboxed seat's commits keep their objects apart until it is removed
-                    seen = git.outside_env() if git else None
-                    changed, deleted = worktree.changes(tree, seen)
-                    not_copied = worktree.snapshot(tree, changed, rdir)
-                    # what command graders re-apply to a fresh worktree, now and on every regrade
-                    worktree.write_patch(tree, rdir / worktree.PATCH, seen)
+                    with worktree.inspect(tree) as seen:
+                        changed, deleted = seen.changes()
+                        not_copied = worktree.snapshot(tree, changed, rdir)
+                        # what command graders re-apply to a fresh worktree, now and on every
+                        # regrade
+                        seen.write_patch(rdir / worktree.PATCH)
                 except OSError as exc:
                     with contextlib.suppress(OSError):  # only a patch brigade wrote in full counts
                         (rdir / worktree.PATCH).unlink()
@@ -302,10 +302,7 @@ def worktree_repo(workspace: Path, head: str | None, then: str = RETRY_SEAT) -> 
     repo = worktree.find_repo(workspace)
     if head is None or head == repo.head:
         return repo
-    code, _, _ = proc.capture(
-        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=repo.toplevel, timeout=60
-    )
-    if code != 0:
+    if not worktree.has_commit(repo, head):
         raise EnvironmentProblem(
             f"commit {head} is not in the git checkout at {repo.toplevel} here ({then})"
         )

@@ -1,25 +1,29 @@
 """Writable runs: a private detached git worktree per attempt, and what the seat changed in it.
 
-What changed is computed against the commit the attempt started from, through the
-worktree's own git folder as recorded when it was made: commits the seat made,
-untracked and ignored files all count, and a seat that deletes or rewrites the
-worktree's `.git` file changes nothing of that.
+What changed is computed against the commit the attempt started from, through a
+private index in the repository's own git folder: commits the seat made, untracked
+and ignored files all count, and nothing the seat wrote into the worktree's git
+folder (its `.git` file, index, HEAD, config.worktree) is read. Every git command
+here runs as `run/gitcmd` says (no program the repository or the worktree names
+runs); a worktree is removed with its registration, whatever the seat locked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import stat
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
-from brigade.run.proc import capture, capture_bytes
+from brigade.run import gitcmd
 
 CHANGES_DIR = "changes"
 # the seat's changes as a binary git diff against the attempt's base commit (in run/)
@@ -51,6 +55,7 @@ class Repo:
     toplevel: Path
     prefix: str  # the workspace's path inside the repository ("" at the top)
     head: str
+    common_dir: Path  # the repository's own git folder (absolute): its objects, its config
 
 
 @dataclass(frozen=True)
@@ -67,22 +72,23 @@ class Worktree:
         return self.root / self.repo.prefix if self.repo.prefix else self.root
 
 
-# a seat may have written the configuration git reads in a worktree: no fsmonitor
-# command from there runs outside its sandbox
-SAFE_GIT = ("git", "-c", "core.fsmonitor=false")
-
-
-def _git(
-    args: list[str], cwd: Path, env: Mapping[str, str] | None = None
-) -> tuple[int | None, str, str]:
-    return capture(
-        [*SAFE_GIT, *args], cwd=cwd, timeout=120, env={**os.environ, **env} if env else None
-    )
+def _failed(what: str, err: str, code: int | None, where: str = "") -> str:
+    detail = " ".join(err.split()) or (f"exit status {code}" if code else "git could not run")
+    return f"git {what} failed{where}: {detail}"
 
 
 def find_repo(workspace: Path) -> Repo:
     """The repository of `workspace`; EnvironmentProblem when it is not a git work tree."""
-    code, out, err = _git(["rev-parse", "--show-toplevel", "--show-prefix"], workspace)
+    git = gitcmd.Git(None, workspace)
+    code, out, _ = git.run(
+        [
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+            "--show-prefix",
+        ]
+    )
     if code is None:
         raise EnvironmentProblem(
             "execution.mode writable-worktree needs git, which could not be run"
@@ -92,123 +98,107 @@ def find_repo(workspace: Path) -> Repo:
             f"{workspace}: execution.mode writable-worktree needs the workspace to be a git "
             "work tree (run `git init` and commit, or pass --workspace)"
         )
-    lines = out.splitlines()
-    toplevel, prefix = Path(lines[0]), (lines[1] if len(lines) > 1 else "")
-    code, head, _ = _git(["rev-parse", "--verify", "HEAD^{commit}"], workspace)
+    lines = out.decode("utf-8", "replace").splitlines()
+    toplevel, common = Path(lines[0]), Path(lines[1])
+    prefix = lines[2] if len(lines) > 2 else ""
+    code, head, _ = git.run(["rev-parse", "--verify", "HEAD^{commit}"])
     if code != 0:
         raise EnvironmentProblem(
             f"{workspace}: the git work tree has no commit yet; writable-worktree runs "
             "start from HEAD, so commit something first"
         )
-    return Repo(toplevel=toplevel, prefix=prefix.strip().rstrip("/"), head=head.strip())
+    return Repo(
+        toplevel=toplevel,
+        prefix=prefix.strip().rstrip("/"),
+        head=head.decode().strip(),
+        common_dir=Path(os.path.realpath(common)),
+    )
+
+
+def repository_git(repo: Repo) -> gitcmd.Git:
+    """git over the repository's own git folder, configured as `gitcmd` says."""
+    return gitcmd.Git(repo.common_dir, repo.toplevel)
+
+
+def has_commit(repo: Repo, commit: str) -> bool:
+    """Whether `commit` is a commit of the repository."""
+    code, _, _ = repository_git(repo).run(["cat-file", "-e", f"{commit}^{{commit}}"], timeout=60)
+    return code == 0
 
 
 def create(repo: Repo) -> Worktree:
     """Add a detached worktree of HEAD in a fresh temporary folder."""
     root = Path(tempfile.mkdtemp(prefix="brigade-worktree-"))
+    git = repository_git(repo)
     with _git_lock:
-        code, _, err = _git(["worktree", "add", "--detach", str(root), repo.head], repo.toplevel)
+        code, _, err = git.run(["worktree", "add", "--detach", str(root), repo.head])
     if code != 0:
         shutil.rmtree(root, ignore_errors=True)
-        raise OSError(f"git worktree add failed: {' '.join(err.split())}")
-    code, git_dir, err = _git(["rev-parse", "--absolute-git-dir"], root)
-    if code != 0 or not git_dir.strip():
+        raise OSError(_failed("worktree add", err, code))
+    # the worktree's own folder, from the `.git` file git has just written
+    code, out, err = gitcmd.Git(None, root).run(["rev-parse", "--absolute-git-dir"])
+    git_dir = out.decode("utf-8", "replace").strip()
+    if code != 0 or not git_dir:
         remove(Worktree(root=root, repo=repo, git_dir=root / ".git"))
-        raise OSError(f"git rev-parse failed in the new worktree: {' '.join(err.split())}")
-    return Worktree(root=root, repo=repo, git_dir=Path(git_dir.strip()))
+        raise OSError(_failed("rev-parse", err, code, " in the new worktree"))
+    return Worktree(root=root, repo=repo, git_dir=Path(os.path.realpath(git_dir)))
 
 
 def remove(worktree: Worktree) -> None:
-    """Remove the worktree folder and git's record of it (best effort, never raises)."""
+    """Remove the worktree folder and git's record of it (best effort, never raises).
+
+    The record goes whatever the seat (or the code a grader tests) wrote there: a
+    `locked` file, a HEAD naming its own objects, a broken `.git` file. Other
+    worktrees of the repository are left as they are (no `git worktree prune`).
+    """
+    git = repository_git(worktree.repo)
     with _git_lock:
-        _git(["worktree", "remove", "--force", str(worktree.root)], worktree.repo.toplevel)
+        # twice --force: a lock the seat wrote keeps nothing
+        git.run(["worktree", "remove", "--force", "--force", str(worktree.root)])
         shutil.rmtree(worktree.root, ignore_errors=True)
-        _git(["worktree", "prune"], worktree.repo.toplevel)
+        _drop_registration(worktree)
 
 
-def _tree_git(worktree: Worktree, args: list[str], env: Mapping[str, str] | None = None) -> str:
-    """git on the worktree through the git folder recorded when it was made (whatever the
-    seat did to its `.git` file); stdout, or OSError naming what failed."""
-    command = [f"--git-dir={worktree.git_dir}", f"--work-tree={worktree.root}", *args]
-    code, out, err = _git(command, worktree.repo.toplevel, env)
-    if code != 0:
-        raise OSError(f"git {args[0]} failed in the worktree: {' '.join(err.split())}")
-    return out
+def _drop_registration(worktree: Worktree) -> None:
+    """Remove the worktree's own folder in `<repository>/.git/worktrees/` when `git worktree
+    remove` left it (what `git worktree prune` does for one whose folder is gone)."""
+    record = worktree.git_dir
+    if record.parent != worktree.repo.common_dir / "worktrees":
+        return  # not a linked worktree's record (create failed half-way): nothing of ours
+    if not record.name.startswith(worktree.root.name):
+        return
+    try:
+        if not stat.S_ISDIR(os.lstat(record).st_mode):
+            return
+    except OSError:
+        return  # removed by git
+    shutil.rmtree(record, ignore_errors=True)
 
 
-def changes(
-    worktree: Worktree, env: Mapping[str, str] | None = None
-) -> tuple[list[str], list[str]]:
-    """(changed or created paths, deleted paths) relative to the workspace, sorted: against
-    the commit the attempt started from, commits, untracked and ignored files included.
+class Inspection:
+    """What a seat left in a worktree, read through a private index of the base commit (every
+    file git does not track added as intent to add) in the repository's own git folder:
+    nothing of the worktree's git folder (its index, HEAD, config.worktree) is read, and
+    what git writes on the way (the empty blob of an intent to add) goes to a private
+    objects folder, never to the repository."""
 
-    `env` adds to git's environment (a sandboxed seat's commits keep their objects apart).
-    """
-    diff = _tree_git(
-        worktree, ["diff", "--name-status", "-z", "--no-renames", worktree.repo.head, "--"], env
-    )
-    # every file git does not track, ignored ones too (no --exclude-standard)
-    others = _tree_git(worktree, ["ls-files", "-z", "--others"], env)
-    changed: set[str] = set()
-    deleted: set[str] = set()
-    fields = diff.split("\0")
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        if path:
-            (deleted if status.startswith("D") else changed).add(path)
-    changed.update(path for path in others.split("\0") if path)
-    prefix = worktree.repo.prefix + "/" if worktree.repo.prefix else ""
-
-    def inside(paths: set[str]) -> list[str]:
-        return sorted(p[len(prefix) :] for p in paths if p.startswith(prefix))
-
-    return inside(changed - deleted), inside(deleted)
-
-
-def write_patch(worktree: Worktree, target: Path, env: Mapping[str, str] | None = None) -> None:
-    """Write the seat's changes to `target` as a binary git diff against the commit the
-    attempt started from: commits, untracked and ignored files included (as `changes`
-    counts them), paths relative to the workspace; OSError when git fails.
-
-    A private index (the base tree, every file git does not track added as intent to
-    add) lets git diff them all; what git writes on the way (the empty blob of an
-    intent to add) goes to a private objects folder, never to the repository. `env`
-    adds to git's environment (its alternates: where a sandboxed seat's commits are).
-    """
-    base = [
-        "git",
-        *_PATCH_CONFIG,
-        f"--git-dir={worktree.git_dir}",
-        f"--work-tree={worktree.root}",
-    ]
-    with tempfile.TemporaryDirectory(prefix="brigade-index-") as scratch:
-        objects = Path(scratch) / "objects"
+    def __init__(self, worktree: Worktree, scratch: Path) -> None:
+        self.worktree = worktree
+        self.scratch = scratch
+        objects = scratch / "objects"
         objects.mkdir()
-        extra = dict(env or {})
-        alternates = [str(_common_dir(worktree) / "objects")]
-        if extra.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"):
-            alternates.append(extra["GIT_ALTERNATE_OBJECT_DIRECTORIES"])
-        variables = {
-            **os.environ,
-            **extra,
-            "GIT_INDEX_FILE": f"{scratch}/index",
+        self.git = repository_git(worktree.repo)
+        self.extra = {
+            "GIT_INDEX_FILE": str(scratch / "index"),
             "GIT_OBJECT_DIRECTORY": str(objects),
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(alternates),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(worktree.repo.common_dir / "objects"),
         }
-
-        def git(args: list[str], **more: Any) -> bytes:
-            code, out, err = capture_bytes(
-                [*base, *args], cwd=worktree.root, timeout=600, env=variables, **more
-            )
-            if code != 0:
-                raise OSError(f"git {args[0]} failed in the worktree: {' '.join(err.split())}")
-            return out
-
-        git(["read-tree", worktree.repo.head])
-        others = git(["ls-files", "-z", "--others"])
+        self._run(["read-tree", worktree.repo.head])
+        others = self._run(["ls-files", "-z", "--others"])
         if others:
-            listed = Path(scratch) / "others"
+            listed = scratch / "others"
             listed.write_bytes(others)
-            git(
+            self._run(
                 [
                     "add",
                     "--intent-to-add",
@@ -217,7 +207,42 @@ def write_patch(worktree: Worktree, target: Path, env: Mapping[str, str] | None 
                     "--pathspec-file-nul",
                 ]
             )
-        relative = [f"--relative={worktree.repo.prefix}"] if worktree.repo.prefix else []
+
+    def _run(self, args: list[str], stdout_path: Path | None = None) -> bytes:
+        code, out, err = self.git.run(
+            [*_PATCH_CONFIG, *args],
+            work_tree=self.worktree.root,
+            extra=self.extra,
+            timeout=600,
+            stdout_path=stdout_path,
+        )
+        if code != 0:
+            raise OSError(_failed(args[0], err, code, " in the worktree"))
+        return out
+
+    def changes(self) -> tuple[list[str], list[str]]:
+        """(changed or created paths, deleted paths) relative to the workspace, sorted."""
+        diff = self._run(
+            ["diff", "--name-status", "-z", "--no-renames", self.worktree.repo.head, "--"]
+        ).decode("utf-8", "replace")
+        changed: set[str] = set()
+        deleted: set[str] = set()
+        fields = diff.split("\0")
+        for status, path in zip(fields[0::2], fields[1::2], strict=False):
+            if path:
+                (deleted if status.startswith("D") else changed).add(path)
+        prefix = self.worktree.repo.prefix + "/" if self.worktree.repo.prefix else ""
+
+        def inside(paths: set[str]) -> list[str]:
+            return sorted(p[len(prefix) :] for p in paths if p.startswith(prefix))
+
+        return inside(changed), inside(deleted)
+
+    def write_patch(self, target: Path) -> None:
+        """Write the changes to `target` as a binary git diff against the base commit, paths
+        relative to the workspace."""
+        prefix = self.worktree.repo.prefix
+        relative = [f"--relative={prefix}"] if prefix else []
         diff = [
             "diff",
             "--binary",
@@ -229,19 +254,33 @@ def write_patch(worktree: Worktree, target: Path, env: Mapping[str, str] | None 
             "--src-prefix=a/",
             "--dst-prefix=b/",
             *relative,
-            worktree.repo.head,
+            self.worktree.repo.head,
             "--",
         ]
-        git(diff, stdout_path=target)
+        self._run(diff, stdout_path=target)
 
 
-def _common_dir(worktree: Worktree) -> Path:
-    """The repository's own git folder (where its objects are), from the worktree's."""
-    try:
-        common = (worktree.git_dir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:  # not a linked worktree's folder: the repository's own
-        return worktree.git_dir
-    return Path(os.path.normpath(worktree.git_dir / common))
+@contextlib.contextmanager
+def inspect(worktree: Worktree) -> Iterator[Inspection]:
+    """An `Inspection` of the worktree as it is now (its scratch folder removed after);
+    OSError naming what failed."""
+    with tempfile.TemporaryDirectory(prefix="brigade-index-") as scratch:
+        yield Inspection(worktree, Path(scratch))
+
+
+def changes(worktree: Worktree) -> tuple[list[str], list[str]]:
+    """(changed or created paths, deleted paths) relative to the workspace, sorted: against
+    the commit the attempt started from, commits, untracked and ignored files included."""
+    with inspect(worktree) as seen:
+        return seen.changes()
+
+
+def write_patch(worktree: Worktree, target: Path) -> None:
+    """Write the seat's changes to `target` as a binary git diff against the commit the
+    attempt started from: commits, untracked and ignored files included (as `changes`
+    counts them), paths relative to the workspace; OSError when git fails."""
+    with inspect(worktree) as seen:
+        seen.write_patch(target)
 
 
 def apply_patch(worktree: Worktree, patch: Path) -> None:
@@ -249,14 +288,14 @@ def apply_patch(worktree: Worktree, patch: Path) -> None:
     place in it); OSError naming what git said when it does not apply."""
     if patch.stat().st_size == 0:
         return  # the seat changed nothing (git apply refuses an empty patch)
-    args = ["apply", "--binary", "--whitespace=nowarn"]
+    args = [*_PATCH_CONFIG, "apply", "--binary", "--whitespace=nowarn"]
     if worktree.repo.prefix:
         args.append(f"--directory={worktree.repo.prefix}")
-    code, _, err = capture_bytes(
-        ["git", *_PATCH_CONFIG, *args, str(patch)], cwd=worktree.root, timeout=600
+    code, _, err = repository_git(worktree.repo).run(
+        [*args, str(patch)], work_tree=worktree.root, cwd=worktree.root, timeout=600
     )
     if code != 0:
-        raise OSError(f"git apply failed: {' '.join(err.split()) or f'exit status {code}'}")
+        raise OSError(_failed("apply", err, code))
 
 
 def snapshot(worktree: Worktree, changed: list[str], run_dir: Path) -> list[str]:
@@ -289,6 +328,13 @@ class SnapshotWorkspace:
         self.head = record["head"]
         self.prefix = record.get("prefix", "")
         self.repo_dir = repo_dir
+        self._git: list[gitcmd.Git] = []
+
+    def git(self) -> gitcmd.Git:
+        """git over the repository of the workspace (made when first used)."""
+        if not self._git:
+            self._git.append(gitcmd.Git(None, self.repo_dir))
+        return self._git[0]
 
     def _git_path(self, relative: str) -> str:
         return f"{self.prefix}/{relative}" if self.prefix else relative
@@ -300,8 +346,8 @@ class SnapshotWorkspace:
             return False
         if relative in self.changed or any(p.startswith(relative + "/") for p in self.changed):
             return True
-        code, _, _ = _git(
-            ["cat-file", "-e", f"{self.head}:{self._git_path(relative)}"], self.repo_dir
+        code, _, _ = self.git().run(
+            ["cat-file", "-e", f"{self.head}:{self._git_path(relative)}"], timeout=60
         )
         return code == 0
 
@@ -315,10 +361,8 @@ class SnapshotWorkspace:
                 return store.read_regular(self.changes_dir / relative)
             except OSError:
                 return None
-        code, data, _ = capture_bytes(
-            ["git", "show", f"{self.head}:{self._git_path(relative)}"],
-            cwd=self.repo_dir,
-            timeout=60,
+        code, data, _ = self.git().run(
+            ["show", "--no-textconv", f"{self.head}:{self._git_path(relative)}"], timeout=60
         )
         return data if code == 0 else None
 
@@ -326,15 +370,12 @@ class SnapshotWorkspace:
 def base_files(workspace: Path, head: str, paths: Sequence[str]) -> list[bytes | None] | None:
     """Each path's content at `head` (None where it did not exist), by one `git cat-file
     --batch`; None when the commit is not in the repository of `workspace`."""
-    code, _, _ = capture_bytes(
-        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=workspace, timeout=60
-    )
+    git = gitcmd.Git(None, workspace)
+    code, _, _ = git.run(["cat-file", "-e", f"{head}^{{commit}}"], timeout=60)
     if code != 0:
         return None
     request = "".join(f"{head}:{path}\n" for path in paths).encode()
-    code, data, _ = capture_bytes(
-        ["git", "cat-file", "--batch"], cwd=workspace, timeout=60, stdin=request
-    )
+    code, data, _ = git.run(["cat-file", "--batch"], timeout=60, stdin=request)
     if code != 0:
         return None
     found: list[bytes | None] = []
