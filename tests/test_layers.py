@@ -201,7 +201,9 @@ FILE_METHODS = frozenset(
     }
 )
 # what starts a process; only run/proc.py does (the one place that spawns processes)
-SPAWNING_MODULES = frozenset({"subprocess", "multiprocessing", "pty", "concurrent.futures"})
+SPAWNING_MODULES = frozenset(
+    {"subprocess", "multiprocessing", "pty", "concurrent.futures", "webbrowser"}
+)
 SPAWNING_CALLS = frozenset(
     {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"}
     | {f"exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
@@ -233,8 +235,9 @@ def test_only_proc_spawns_processes(name: str) -> None:
                 )
 
 
-# what a module outside run/ may use of proc: the end of the process, a stop of the seats
-PROC_OUTSIDE_RUN = frozenset({"end_process", "terminate_all", "on_stop", "stopping"})
+# what a module outside run/ may use of proc: the end of the process, a stop of the seats,
+# and handing a URL to the user's browser (`brigade view --open`; webbrowser starts it)
+PROC_OUTSIDE_RUN = frozenset({"end_process", "terminate_all", "on_stop", "stopping", "open_url"})
 
 
 def _only_ends_processes(path: Path) -> bool:

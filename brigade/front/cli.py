@@ -587,6 +587,49 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return int(doc["gate"]["exit_code"])
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    """Serve output directories to a web browser, live while a run writes to them.
+
+    A local server (127.0.0.1, a free port unless --port) prints the URL to open; the URL
+    holds a random token, and a request without it is refused. Pages: each directory's
+    index (the seat x case matrix, statistics, the cost chart, and the cell list,
+    filtered by state, seat, case, text and cost range and paged by the server), every
+    cell (answer, graders, attempts with their usage, transcript, diff), every case (the
+    seats' answers side by side) and a comparison (`brigade compare`'s, of two
+    directories or two seats). While `brigade run` or `doit` writes to a directory, its
+    pages show cells starting and finishing within two seconds, and an ETA.
+
+    What the pages show is projected like the report (prompts replaced by their digest,
+    env values redacted, paths relative); --show-prompts shows the prompts too. --host
+    other than loopback lets other machines connect (a warning says so). Ends on Ctrl-C.
+    """
+    from brigade.report.serve import LOOPBACK, open_viewer, serve
+
+    if not 0 <= args.port <= 65535:
+        raise InputError(f"--port: a port from 0 to 65535, got {args.port}")
+    viewer = open_viewer([d.absolute() for d in args.dirs], show_prompts=args.show_prompts)
+    if args.host not in LOOPBACK:
+        say(
+            f"brigade: warning: --host {args.host}: other machines can reach the viewer "
+            "(anyone with its URL reads these results)",
+            file=sys.stderr,
+        )
+
+    def opened(url: str) -> None:
+        if args.open and not proc.open_url(url):
+            say("brigade: no web browser could be started; open the URL above", file=sys.stderr)
+
+    try:
+        serve(viewer, args.host, args.port, lambda line: say(line), opened)
+    except OSError as exc:
+        if store.storage_problem(exc) is not None:
+            raise
+        raise EnvironmentProblem(f"--host {args.host} --port {args.port}: {exc.strerror}") from None
+    except KeyboardInterrupt:
+        say("brigade view: stopped", file=sys.stderr)
+    return 0
+
+
 def _plan_workspace(plan: Plan) -> Path:
     """The workspace the plan was run in (its context), else the current folder."""
     return Path((plan.context or {}).get("workspace", str(Path.cwd())))
@@ -786,6 +829,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.95,
         help="confidence of the interval and the verdict (default 0.95)",
+    )
+
+    sub = command("view", cmd_view)
+    sub.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="output directory")
+    sub.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
+    sub.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; another lets other machines connect)",
+    )
+    sub.add_argument("--open", action="store_true", help="open the URL in a web browser")
+    sub.add_argument(
+        "--show-prompts", action="store_true", help="show the cases' prompts (hidden by default)"
     )
 
     sub = command("doctor", cmd_doctor)

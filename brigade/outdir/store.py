@@ -23,7 +23,7 @@ from brigade import fs
 from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.taxonomy import STATES
 from brigade.inputs import schemas
-from brigade.outdir import legacy
+from brigade.outdir import feed, legacy
 
 PLAN_FILE = "plan.json"
 # a cache: plan.json's stat and key, so an unchanged plan is not parsed again
@@ -362,6 +362,7 @@ def write_receipt(out: Path, receipt: dict[str, Any], *, durable: bool = True) -
             attempt_dir(out, cell_id, number) / RECEIPT_FILE, data, durable=durable, sync_dir=False
         )
     atomic_write_bytes(cell_dir(out, cell_id) / RECEIPT_FILE, data, durable=durable)
+    feed.append(out, cell_id, receipt["state"], number)
 
 
 def remove_fresh_db(out: Path) -> None:

@@ -226,7 +226,7 @@ def usage_text(usage: Mapping[str, Any] | None) -> str | None:
         source = usage.get("cost_source")
         parts.append(cost_text(usage) + (f" ({source})" if source else ""))
     models = usage.get("models")
-    names = list(models) if isinstance(models, Mapping) else []
+    names = list(models) if isinstance(models, (Mapping, list)) else []
     if not names and isinstance(usage.get("model"), str):
         names = [usage["model"]]
     if names:

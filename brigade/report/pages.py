@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,12 +199,14 @@ def _attempts(view: CellView) -> str:
         + (f' <span class="note reused">({_e(a.reused)})</span>' if a.reused else "")
         + f"</td><td>{_e(a.started_at or '–')}</td>"
         f"<td>{_e(seconds_text(a.duration))}</td>"
-        f"<td>{_e(a.fault.text) if a.fault else ''}</td></tr>"
+        f"<td>{_e(a.fault.text) if a.fault else ''}</td>"
+        f'<td class="usage">{_e(a.usage or "–")}</td></tr>'
         for a in view.attempts
     )
     return (
         '<table class="attempts"><thead><tr><th>attempt</th><th>state</th><th>started</th>'
-        f"<th>duration</th><th>fault</th></tr></thead><tbody>{rows}</tbody></table>"
+        "<th>duration</th><th>fault</th><th>usage</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
     )
 
 
@@ -301,9 +303,14 @@ class CaseAnswer:
 
 
 def case_section(
-    case_id: str, seats: Sequence[str], answers: Sequence[CaseAnswer], width: int
+    case_id: str,
+    seats: Sequence[str],
+    answers: Sequence[CaseAnswer],
+    width: int,
+    cell_href: Callable[[str], str] | None = None,
 ) -> str:
-    """Every seat's answer to one case, side by side (a column per seat, a row per trial)."""
+    """Every seat's answer to one case, side by side (a column per seat, a row per trial);
+    `cell_href`: a cell id -> the link to its detail (default: the report's page)."""
     by_place: Mapping[tuple[int, str], CaseAnswer] = {(a.trial, a.seat): a for a in answers}
     trials = sorted({a.trial for a in answers})
     head = "".join(f"<th>{_e(seat)}</th>" for seat in seats)
@@ -315,7 +322,11 @@ def case_section(
             if found is None:
                 tds.append("<td>–</td>")
                 continue
-            href = f"../{cell_page(found.cell_id, width)}#{cell_anchor(found.cell_id)}"
+            href = (
+                cell_href(found.cell_id)
+                if cell_href is not None
+                else f"../{cell_page(found.cell_id, width)}#{cell_anchor(found.cell_id)}"
+            )
             reason = found.failure_reason
             if found.answer is not None:
                 answer = _text_block(found.answer, "answer", "answer", None)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from brigade.core.accounting import cell_usage
 from brigade.core.projection import (
     GRADER_RESULT_ROLES,
     Secrets,
@@ -89,6 +90,7 @@ class AttemptView:
     duration: float | None
     fault: Shown | None
     reused: str | None = None  # `reused run of cell ...`: its seat run was copied
+    usage: str | None = None  # what its seat run consumed, in one line (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,32 @@ def _transcript(
     return tuple(_entry(e, secrets) for e in kept), len(entries) - len(kept)
 
 
+def attempts_usage(receipt: Mapping[str, Any] | None) -> dict[int, Any]:
+    """attempt number -> the usage its receipt records of it (None: unknown)."""
+    entries = (receipt or {}).get("attempts_usage")
+    return {
+        entry["attempt"]: entry.get("usage")
+        for entry in (entries if isinstance(entries, list) else ())
+        if isinstance(entry, dict) and isinstance(entry.get("attempt"), int)
+    }
+
+
 def _usage(record: CellRecord, secrets: Secrets) -> str | None:
-    text = usage_text(record.usage)
+    """The cell's usage: over every attempt whose seat ran when there were several."""
+    per = attempts_usage(record.receipt)
+    if len(per) > 1:
+        total = cell_usage(list(per.values()), {}, record.cell.seat.model)
+        text = usage_text(total)
+        if text and total.get("cells_cost_unknown"):
+            text += " (the cost of some attempts is unknown)"
+        text = f"over its {len(per)} attempts: {text}" if text else None
+    else:
+        text = usage_text(record.usage)
+    return shown(text, secrets, 1000).text if text else None
+
+
+def _attempt_usage(usage: Any, secrets: Secrets) -> str | None:
+    text = usage_text(usage) if isinstance(usage, Mapping) else None
     return shown(text, secrets, 1000).text if text else None
 
 
@@ -168,6 +194,7 @@ def cell_view(record: CellRecord, out: Path, secrets: Secrets) -> CellView:
         for g in (receipt or {}).get("graders") or []
         if isinstance(g, dict)
     )
+    per_attempt = attempts_usage(receipt)
     attempts = tuple(
         AttemptView(
             number=a.number,
@@ -176,6 +203,7 @@ def cell_view(record: CellRecord, out: Path, secrets: Secrets) -> CellView:
             duration=a.duration,
             fault=shown(a.fault, secrets, 1000) if a.fault else None,
             reused=a.reused,
+            usage=_attempt_usage(per_attempt.get(a.number), secrets),
         )
         for a in record.attempts
     )
@@ -236,7 +264,9 @@ def blank_view(view: CellView) -> CellView:
         view,
         reason=Shown("·"),
         graders=tuple(blank_text(g, GRADER_RESULT_ROLES, "·") for g in view.graders),
-        attempts=tuple(replace(a, fault=blank(a.fault)) for a in view.attempts),
+        attempts=tuple(
+            replace(a, fault=blank(a.fault), usage="·" if a.usage else None) for a in view.attempts
+        ),
         usage="·" if view.usage else None,
         fault=blank(view.fault),
         answer=blank(view.answer),

@@ -723,6 +723,17 @@ def capture(
 CLEAN_EXIT_VARIABLE = "BRIGADE_CLEAN_EXIT"
 
 
+def open_url(url: str) -> bool:
+    """Hand a URL to the user's web browser (`brigade view --open`): the standard library's
+    webbrowser starts it, outside any seat's process group. False when none could be."""
+    import webbrowser
+
+    try:
+        return webbrowser.open(url)
+    except webbrowser.Error:
+        return False
+
+
 def end_process(code: int) -> NoReturn:
     """End brigade's own process with `code` once its output is flushed.
 

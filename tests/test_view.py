@@ -1,0 +1,411 @@
+"""`brigade view`: the local server over output directories, its refusals, and its pages in
+a real browser (Playwright driving Debian's Chromium; skipped when it cannot start).
+
+Screenshots of the main pages go to test-artefacts/view/ (not committed)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BATTERY, CHROMIUM, FAKE_CLI, REPO, Project, brigade_command
+
+from brigade.outdir import feed, store
+from brigade.report.live import Query, Watched
+from brigade.report.serve import CSP, Viewer, make_server, open_viewer, url_of
+
+ARTEFACTS = REPO / "test-artefacts" / "view"
+PROMPT_MARK = "answer: hello"
+
+
+class Served:
+    """A viewer serving in this process, on a free loopback port."""
+
+    def __init__(self, viewer: Viewer) -> None:
+        self.viewer = viewer
+        self.server = make_server(viewer)
+        self.url = url_of(self.server)
+        self.port = int(self.server.server_address[1])
+        self.threads = [
+            threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}),
+            threading.Thread(target=viewer.watch),
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def get(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        """A raw GET of `path` (sent as it is: no normalising of `..`)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        headers = {k.lower(): v for k, v in response.getheaders()}
+        connection.close()
+        return response.status, headers, body
+
+    def under(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        return self.get(f"/{self.viewer.token}/{path}")
+
+    def json(self, path: str) -> Any:
+        status, _, body = self.under(path)
+        assert status == 200, body
+        return json.loads(body)
+
+    def close(self) -> None:
+        self.viewer.stop()
+        self.server.shutdown()
+        self.server.server_close()
+        for thread in self.threads:
+            thread.join(10)
+
+
+def two_seats(project: Project, cases: list[dict[str, Any]] = BATTERY) -> None:
+    project.write_roster({"agent": {"cli": FAKE_CLI}, "other": {"cli": FAKE_CLI}})
+    project.write_manifest(cases, seats=("agent", "other"))
+
+
+@pytest.fixture(scope="module")
+def served_battery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, Served]]:
+    """BATTERY on two seats, run once for the module, and a viewer serving it."""
+    project = Project(tmp_path_factory.mktemp("served"))
+    two_seats(project)
+    done = project.doit(BRIGADE_CACHE_DIR=str(tmp_path_factory.mktemp("cache")))
+    assert done.returncode == 3, done.stderr
+    served = Served(open_viewer([project.out]))
+    yield project, served
+    served.close()
+
+
+# -- the change feed -----------------------------------------------------------------------
+
+
+def test_the_feed_is_read_from_where_it_was_left(tmp_path: Path) -> None:
+    tail = feed.Tail(tmp_path / feed.FEED_FILE)
+    assert tail.read() is None  # the first read: rescan everything
+    assert tail.read() == []
+    feed.append(tmp_path, "a" * 64, "running", 1)
+    feed.append(tmp_path, "b" * 64, "accepted", 2)
+    assert tail.read() is None  # the feed appeared: rescan (it may have missed lines)
+    feed.append(tmp_path, "a" * 64, "accepted", 1)
+    with (tmp_path / feed.FEED_FILE).open("ab") as handle:
+        handle.write(b'{"cell_id": "c')  # a line being written
+    (entry,) = tail.read() or []
+    assert (entry["cell_id"], entry["state"], entry["attempt"]) == ("a" * 64, "accepted", 1)
+    with (tmp_path / feed.FEED_FILE).open("ab") as handle:
+        handle.write(b'ccc", "state": "running"}\nnot json\n[1]\n')
+    assert [e["cell_id"] for e in tail.read() or []] == ["cccc"]
+    (tmp_path / feed.FEED_FILE).unlink()
+    feed.append(tmp_path, "d" * 64, "running", 1)  # started anew: another inode
+    assert tail.read() is None
+
+
+def test_a_receipt_written_is_a_line_of_the_feed(served_battery: tuple[Project, Served]) -> None:
+    project, _ = served_battery
+    lines = (project.out / feed.FEED_FILE).read_text().splitlines()
+    states = [json.loads(line)["state"] for line in lines]
+    assert states.count("running") == 10 and len(states) == 20
+
+
+def test_a_planted_link_as_the_feed_is_never_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    (tmp_path / feed.FEED_FILE).symlink_to(target)
+    feed.append(tmp_path, "a" * 64, "running", 1)
+    assert target.read_text() == ""
+
+
+# -- the rows and their filters --------------------------------------------------------
+
+
+def test_filters_by_state_seat_case_text_and_cost(served_battery: tuple[Project, Served]) -> None:
+    project, _ = served_battery
+    watched = Watched(project.out)
+    rows = watched.rows
+    assert len(rows) == 10
+
+    def coordinates(**params: str) -> list[str]:
+        return [r.coordinate for r in Query.of(params).select(rows)]
+
+    assert coordinates(state="accepted") == ["ok:agent:1", "ok:other:1"]
+    assert coordinates(state="fault") == ["fault:agent:1", "fault:other:1"]
+    assert coordinates(seat="other", case="o") == ["ok:other:1", "no:other:1"]
+    assert coordinates(q="crash OTHER") == ["crash:other:1"]
+    assert coordinates(q="zzz") == []
+    # the fake agent reports no usage: a cost bound keeps no cell of unknown cost
+    assert coordinates(min_cost="0") == [] and len(coordinates(min_cost="x")) == 10
+    page = watched.page(Query(), 8, 5)
+    assert (page["matching"], page["offset"], len(page["rows"])) == (10, 8, 2)
+
+
+# -- the server ------------------------------------------------------------------------
+
+
+def test_pages_need_the_token(served_battery: tuple[Project, Served]) -> None:
+    _, served = served_battery
+    token = served.viewer.token
+    assert served.get("/")[0] == 404
+    assert served.get("/0/")[0] == 404
+    assert served.get(f"/{token[:-1]}x/0/")[0] == 404
+    assert served.get(f"/{token}x/0/")[0] == 404
+    assert served.get(f"/0/api/cells?token={token}")[0] == 404
+    status, headers, body = served.under("0/")
+    assert status == 200 and b"brigade view: t" in body
+    assert headers["content-security-policy"] == CSP
+    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert served.under("")[0] == 302  # one directory: to its index
+    assert served.under("7/")[0] == 404
+
+
+def test_files_only_of_cell_folders_no_traversal_no_link_out(
+    served_battery: tuple[Project, Served], tmp_path: Path
+) -> None:
+    project, served = served_battery
+    cell_id = served.json("0/api/cells?q=ok:agent")["rows"][0][0]
+    final = (store.run_dir(project.out, cell_id, 1) / "final.txt").relative_to(project.out)
+    assert (project.out / final).is_file()
+    status, headers, body = served.under(f"0/file/{final}")
+    assert status == 200 and body.strip() == b"hello"
+    assert headers["content-type"].startswith("text/plain")
+    assert "sandbox" in headers["content-security-policy"]
+    final = final.as_posix()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the viewer")
+    (project.out / "cells" / cell_id / "out.txt").symlink_to(secret)
+    (project.out / "cells" / "linked").symlink_to(tmp_path)
+    refused = [
+        "0/file/../../../../etc/passwd",
+        "0/file/cells/../plan.json",
+        "0/file/cells/%2e%2e/plan.json",
+        "0/file/cells%2f..%2fplan.json",
+        "0/file/plan.json",
+        f"0/file/cells/{cell_id}/out.txt",
+        "0/file/cells/linked/secret.txt",
+        f"0/file/cells/{cell_id}/attempts",
+        f"0/file/cells/{cell_id}//cell.json",
+        "0/file/%2fetc%2fpasswd",
+    ]
+    for path in refused:
+        status, _, body = served.under(path)
+        assert status == 404, (path, body)
+        assert b"not for the viewer" not in body
+    assert served.get(f"/{served.viewer.token}/../{served.viewer.token}/0/")[0] == 404
+
+
+def test_the_viewer_only_reads(served_battery: tuple[Project, Served]) -> None:
+    project, served = served_battery
+    before = sorted(str(p.relative_to(project.out)) for p in project.out.rglob("*"))
+    connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+    connection.request("POST", f"/{served.viewer.token}/0/", body=b"x")
+    assert connection.getresponse().status == 405
+    connection.close()
+    for path in ("0/", "0/api/stats", "0/api/matrix", "0/api/cells", "compare?base=0&new=0"):
+        assert served.under(path)[0] == 200, path
+    assert sorted(str(p.relative_to(project.out)) for p in project.out.rglob("*")) == before
+
+
+def test_prompts_show_only_when_asked(served_battery: tuple[Project, Served]) -> None:
+    project, served = served_battery
+    cell_id = served.json("0/api/cells?q=ok:agent")["rows"][0][0]
+    status, _, body = served.under(f"0/cell/{cell_id}")
+    assert status == 200
+    page = body.decode()
+    assert "--show-prompts" in page and PROMPT_MARK not in page
+    assert "<h3>Answer</h3>" in page and "hello" in page
+    shown = Served(open_viewer([project.out], show_prompts=True))
+    try:
+        page = shown.under(f"0/cell/{cell_id}")[2].decode()
+        assert f'<pre class="prompt">{PROMPT_MARK}</pre>' in page
+    finally:
+        shown.close()
+
+
+def test_no_absolute_path_of_this_machine_on_a_page(served_battery: tuple[Project, Served]) -> None:
+    project, served = served_battery
+    cell_id = served.json("0/api/cells?q=crash:agent")["rows"][0][0]
+    for path in ("0/", "0/api/stats", "0/api/matrix", f"0/cell/{cell_id}"):
+        body = served.under(path)[2].decode()
+        assert str(project.out) not in body and str(REPO) not in body, path
+
+
+def test_the_cli_prints_the_url_and_serves_it(project: Project) -> None:
+    two_seats(project)
+    assert project.doit().returncode == 3
+    viewer = subprocess.Popen(
+        [*brigade_command(), "view", str(project.out), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    try:
+        assert viewer.stdout is not None
+        line = viewer.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)(/[\w-]+/)", line)
+        assert found, line
+        connection = http.client.HTTPConnection("127.0.0.1", int(found[1]), timeout=10)
+        connection.request("GET", found[2] + "0/")
+        assert connection.getresponse().status == 200
+        connection.close()
+    finally:
+        viewer.terminate()
+        viewer.wait(10)
+
+
+def test_a_directory_that_is_none_exits_2(project: Project) -> None:
+    done = project.brigade("view", str(project.root / "nothing"))
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"brigade: {project.root / 'nothing'}: no such output directory"
+
+
+# -- in a real browser ------------------------------------------------------------------
+
+
+def _browser() -> Any:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    if CHROMIUM is None:
+        return None
+    manager = sync_playwright().start()
+    try:
+        browser = manager.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    except Exception:  # Chromium cannot start here
+        manager.stop()
+        return None
+    return manager, browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    started = _browser()
+    if started is None:
+        pytest.skip("Chromium cannot start here (or playwright is not installed)")
+    manager, browser = started
+    yield browser
+    browser.close()
+    manager.stop()
+
+
+def shot(page: Any, name: str) -> None:
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=True)
+
+
+def test_index_filter_cell_and_compare_in_chromium(
+    served_battery: tuple[Project, Served], browser: Any
+) -> None:
+    _, served = served_battery
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(served.url + "0/")
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.locator("#rows tr").count() == 10
+    page.wait_for_selector("#cost-chart, #rates")
+    page.wait_for_selector("#matrix table")
+    shot(page, "index")
+    page.select_option("#f-seat", "other")
+    page.wait_for_selector("body[data-matching='5']")
+    page.fill("#q", "crash")
+    page.wait_for_selector("body[data-matching='1']")
+    assert page.locator("#rows tr td.state").inner_text().startswith("execution_error")
+    page.fill("#q", "")
+    page.select_option("#f-state", "accepted")
+    page.wait_for_selector("body[data-matching='1']")
+    page.click("#rows a")
+    page.wait_for_selector("#cell section.detail")
+    assert "ok:other:1" in page.inner_text("h2")
+    assert "hello" in page.inner_text("pre.answer")
+    shot(page, "cell")
+    page.click("a[href^='../case/']")
+    page.wait_for_selector("section.case table.side")
+    assert page.locator("table.side th").all_inner_texts()[:3] == ["trial", "agent", "other"]
+    shot(page, "case")
+    page.goto(served.url + "compare?base=0&new=0&a=agent&b=other")
+    page.wait_for_selector("#gate")
+    assert "agent" in page.inner_text("body") and "other" in page.inner_text("body")
+    shot(page, "compare")
+    assert errors == []
+    page.close()
+
+
+def test_a_cell_turns_from_running_to_accepted_while_the_run_goes_on(
+    project: Project, browser: Any, tmp_path: Path
+) -> None:
+    gate = tmp_path / "go"
+    cases = [
+        {
+            "id": "quick",
+            "prompt": "answer: hello",
+            "graders": [{"type": "exact_output", "expected": "hello"}],
+        },
+        {
+            "id": "slow",
+            "prompt": f"block: {gate}\nanswer: hello",
+            "graders": [{"type": "exact_output", "expected": "hello"}],
+        },
+    ]
+    project.write_manifest(cases)
+    run = project.doit_popen()
+    served = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (project.out / "plan.json").is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        served = Served(open_viewer([project.out]))
+        page = browser.new_page()
+        page.goto(served.url + "0/")
+        page.wait_for_selector("body[data-ready='1']")
+        slow = "#rows tr:has(a:text-is('slow:agent:1')) td.state"
+        page.wait_for_selector(f"{slow}:text-is('running')", timeout=30_000)
+        shot(page, "live-running")
+        cell_page = browser.new_page()
+        cell_page.goto(served.url + "0/")
+        cell_page.wait_for_selector("body[data-ready='1']")
+        cell_page.click("a:text-is('slow:agent:1')")
+        cell_page.wait_for_selector("#cell h2 span:text-is('running')")
+        gate.write_text("")
+        started = time.monotonic()
+        page.wait_for_selector(f"{slow}:text-is('accepted')", timeout=30_000)
+        cell_page.wait_for_selector("#cell h2 span.accepted", timeout=30_000)
+        assert time.monotonic() - started < 30
+        assert "finished 2" in page.inner_text("#live")
+        shot(page, "live-finished")
+        run.wait(60)
+    finally:
+        gate.write_text("")
+        if served is not None:
+            served.close()
+        if run.poll() is None:
+            os.killpg(run.pid, 15)
+            run.wait(30)
+
+
+def test_a_cell_page_shows_the_usage_of_every_attempt(project: Project) -> None:
+    project.write_roster({"agent": {"cli": FAKE_CLI, "retry": {"max": 1, "backoff_seconds": 0}}})
+    spent = '{"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.02}'
+    prompt = f"usage: {spent}\ntempfail_before: 2 rate_limited: busy\nanswer: hello"
+    project.write_manifest([{"id": "a", "prompt": prompt}])
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    served = Served(open_viewer([project.out]))
+    try:
+        cell_id = served.json("0/api/cells")["rows"][0][0]
+        page = served.under(f"0/cell/{cell_id}")[2].decode()
+    finally:
+        served.close()
+    usage = re.findall(r'<td class="usage">([^<]*)</td>', page)
+    assert usage == ["100 input tokens, 10 output tokens, $0.0200 (reported)"] * 2
+    assert "over its 2 attempts: 200 input tokens, 20 output tokens" in page
+    assert "$0.0400" in page
