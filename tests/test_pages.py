@@ -134,7 +134,10 @@ def test_a_detail_shows_answer_graders_attempts_transcript_and_scrubs(tmp_path: 
     assert '<p class="why">all 1 grader(s) passed</p>' in ok
     assert '<pre class="answer">the answer of ok:alpha:1\n</pre>' in ok
     assert "<td>regex_output:0</td><td>scored</td><td>1.0</td><td>found</td>" in ok
-    assert "<tr><td>1</td><td>accepted</td><td>–</td><td>1.25 s</td><td></td></tr>" in ok
+    assert (
+        "<tr><td>1</td><td>accepted</td><td>–</td><td>1.25 s</td><td></td>"
+        '<td class="usage">–</td></tr>'
+    ) in ok
     run = f"cells/{cell['ok:alpha:1']}/attempts/attempt-001/run"
     assert f" · run folder {run}</p>" in ok
     # the transcript: messages, reasoning, tool calls and results, in order
