@@ -230,19 +230,15 @@ def test_the_fixit_command_installs_the_pytest_the_demo_set_up_lacks() -> None:
     assert block_after("fixit-command").startswith(".venv/bin/pip install pytest && ")
 
 
-def test_the_first_manifest_of_the_readme_is_valid(tmp_path: Path) -> None:
-    """README's example of one's own manifest validates (with a roster naming its seat)."""
-    import yaml
-
-    (text,) = yaml_blocks(README, "## In your own repository")
-    manifest = yaml.safe_load(text)
-    manifest["roster"] = "roster.yaml"
-    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
-    (tmp_path / "roster.yaml").write_text(
-        "schema: brigade.roster.v1\nseats:\n  worker: {cli: claude, model: claude-sonnet-4-5}\n"
-    )
+def test_the_first_manifest_and_roster_of_the_readme_are_valid(tmp_path: Path) -> None:
+    """README's example of one's own manifest and roster validate together, without a warning."""
+    manifest, roster = yaml_blocks(README, "## In your own repository")
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "manifest.yaml").write_text(manifest + "\n")
+    (tmp_path / "evals" / "roster.yaml").write_text(roster + "\n")
     done = subprocess.run(
-        [*brigade_command(), "validate", str(tmp_path / "m.yaml")],
+        [*brigade_command(), "validate", "--strict", "evals/manifest.yaml"],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
