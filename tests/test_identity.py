@@ -358,3 +358,30 @@ def test_run_key_is_payload_without_graders() -> None:
     other = identity_payload(**reference_args(graders=[]))
     assert run_key(other) == run_key(payload)
     assert run_key(identity_payload(**reference_args(trial=2))) != run_key(payload)
+
+
+# --- a case's own workspace ---------------------------------------------------
+
+
+def test_a_workspace_is_in_the_payload_only_when_the_case_has_one() -> None:
+    assert identity_payload(**reference_args(), workspace=None) == identity_payload(
+        **reference_args()
+    )
+    assert reference_id(workspace=None) == REFERENCE_ID
+    world = {"commit": "a" * 40, "setup": "sha256:" + "b" * 64}
+    payload = identity_payload(**reference_args(), workspace=world)
+    assert payload["workspace"] == world
+    assert cell_id(payload) != REFERENCE_ID
+    assert reference_id(workspace={"commit": "c" * 40}) != cell_id(payload)
+
+
+def test_the_trial_hasher_hashes_a_workspace_as_the_payload_does() -> None:
+    from brigade.core.identity import TrialHasher, canonical_json, run_key
+
+    args = reference_args()
+    world = {"digest": "sha256:" + "d" * 64}
+    hasher = TrialHasher(args["seat"], args["execution_mode"])
+    graders = canonical_json(args["graders"])
+    for trial, cid, rkey in hasher.digests("hello", "Say hello", graders, 3, world):
+        payload = identity_payload(**{**args, "trial": trial}, workspace=world)
+        assert (cid, rkey) == (cell_id(payload), run_key(payload))

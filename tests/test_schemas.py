@@ -21,7 +21,7 @@ SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*.json"))
 
 def test_every_file_has_a_tag() -> None:
     assert sorted(p.name for p in SCHEMA_FILES) == sorted(schemas.FILES.values())
-    assert len(SCHEMA_FILES) == 15
+    assert len(SCHEMA_FILES) == 16
 
 
 @pytest.mark.parametrize("path", SCHEMA_FILES, ids=[p.name for p in SCHEMA_FILES])
@@ -149,7 +149,7 @@ def test_describe_nested_grader_type() -> None:
         (
             {"bogus": 1},
             "bogus: unknown key (allowed: cases, description, execution, graders, "
-            "max_cost, name, roster, schema, seats, trials)",
+            "max_cost, name, roster, schema, seats, setup, trials, workspace)",
         ),
         ({"graders": {}}, "graders: expected a list, got a mapping"),
         (
@@ -196,7 +196,8 @@ def test_check_input_lists_every_problem_a_line_each() -> None:
     with pytest.raises(InputError) as caught:
         schemas.check_input(doc, MANIFEST, "dir/m.yaml")
     allowed = (
-        "cases, description, execution, graders, max_cost, name, roster, schema, seats, trials"
+        "cases, description, execution, graders, max_cost, name, roster, schema, seats, setup, "
+        "trials, workspace"
     )
     assert str(caught.value).splitlines() == [
         f"dir/m.yaml: bogus: unknown key (allowed: {allowed})",

@@ -35,9 +35,10 @@ def test_every_problem_of_a_manifest_is_listed_with_did_you_mean(project: Projec
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         f"brigade: {m}: grader: unknown key (did you mean 'graders'?) (allowed: "
-        "cases, description, execution, graders, max_cost, name, roster, schema, seats, trials)\n"
+        "cases, description, execution, graders, max_cost, name, roster, schema, seats, setup, "
+        "trials, workspace)\n"
         f"brigade: {m}: cases[0].trails: unknown key (did you mean 'trials'?) (allowed: "
-        "description, graders, id, metadata, prompt, prompt_file, trials)\n"
+        "description, graders, id, metadata, prompt, prompt_file, setup, trials, workspace)\n"
         f"brigade: {m}: cases[3].trials: must be at least 1, got 0\n"
     )
     project.write_manifest(

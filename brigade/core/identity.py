@@ -58,9 +58,15 @@ def identity_payload(
     trial: int,
     graders: list[dict[str, Any]],
     execution_mode: str,
+    workspace: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The exact payload hashed into cell_id. `seat` must carry every SEAT_KEYS field."""
-    return {
+    """The exact payload hashed into cell_id. `seat` must carry every SEAT_KEYS field.
+
+    `workspace` (a case's own workspace: its commit or folder digest, its setup's digest)
+    is a key of the payload only when the case has one, so every payload without it, and
+    every cell_id ever recorded, stays what it was.
+    """
+    payload = {
         "schema": CELL_SCHEMA,
         "case": {"id": case_id, "prompt": normalize_prompt(prompt)},
         "seat": {key: seat[key] for key in SEAT_KEYS},
@@ -68,6 +74,9 @@ def identity_payload(
         "graders": graders,
         "execution_mode": execution_mode,
     }
+    if workspace is not None:
+        payload["workspace"] = workspace
+    return payload
 
 
 def cell_id(payload: dict[str, Any]) -> str:
@@ -102,18 +111,27 @@ class TrialHasher:
         )
 
     def digests(
-        self, case_id: str, prompt: str, graders_json: str, trials: int
+        self,
+        case_id: str,
+        prompt: str,
+        graders_json: str,
+        trials: int,
+        workspace: dict[str, Any] | None = None,
     ) -> list[tuple[int, str, str]]:
-        """(trial, cell_id, run_key) for trials 1..N; `graders_json` is canonical_json(graders)."""
+        """(trial, cell_id, run_key) for trials 1..N; `graders_json` is canonical_json(graders).
+
+        `workspace` sorts last among the keys: it follows the trial when present.
+        """
         case = canonical_json({"id": case_id, "prompt": normalize_prompt(prompt)})
         head = f'{{"case":{case},"execution_mode":{self._mode},'
         with_graders = f'{head}"graders":{graders_json},{self._tail}'
         without = f"{head}{self._tail}"
+        end = "}" if workspace is None else f',"workspace":{canonical_json(workspace)}}}'
         return [
             (
                 trial,
-                sha256_hex(f"{with_graders}{trial}}}".encode()),
-                sha256_hex(f"{without}{trial}}}".encode()),
+                sha256_hex(f"{with_graders}{trial}{end}".encode()),
+                sha256_hex(f"{without}{trial}{end}".encode()),
             )
             for trial in range(1, trials + 1)
         ]

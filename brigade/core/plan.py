@@ -15,7 +15,7 @@ from brigade.core.identity import (
     run_key,
     text_digest,
 )
-from brigade.core.specs import Manifest, Roster, SeatSpec
+from brigade.core.specs import Manifest, Roster, SeatSpec, SetupSpec, WorkspaceSpec
 from brigade.core.usage import Price, price_document, price_from_document
 from brigade.errors import InputError
 
@@ -34,10 +34,13 @@ class Cell(NamedTuple):
     graders: tuple[dict[str, Any], ...]
     execution_mode: str
     run_key: str
+    # the case's own workspace and setup (None: the run's workspace)
+    workspace: WorkspaceSpec | None = None
+    setup: SetupSpec | None = None
 
     def document(self) -> dict[str, Any]:
         """The cell as it appears in plan.json (and at the head of its receipt)."""
-        return {
+        doc = {
             "cell_id": self.cell_id,
             "coordinate": self.coordinate,
             "case_id": self.case_id,
@@ -48,6 +51,28 @@ class Cell(NamedTuple):
             "graders": list(self.graders),
             "execution_mode": self.execution_mode,
         }
+        world = self.world_document()
+        if world is not None:
+            doc["workspace"] = world
+        return doc
+
+    def world_document(self) -> dict[str, Any] | None:
+        """The case's workspace as plan.json records it (path, commit or digest, setup)."""
+        if self.workspace is None:
+            return None
+        found: dict[str, Any] = self.workspace.document()
+        if self.setup is not None:
+            found["setup"] = self.setup.digest
+        return found
+
+    def world(self) -> dict[str, Any] | None:
+        """The workspace's part of the identity payload (None: no workspace of its own)."""
+        if self.workspace is None:
+            return None
+        found: dict[str, Any] = self.workspace.identity()
+        if self.setup is not None:
+            found["setup"] = self.setup.digest
+        return found
 
 
 @dataclass(frozen=True)
@@ -135,7 +160,9 @@ def expand(
                     for trial in range(1, case.trials + 1)
                 ]
             else:
-                digests = hasher.digests(case.id, case.prompt, case_graders, case.trials)
+                digests = hasher.digests(
+                    case.id, case.prompt, case_graders, case.trials, case.world()
+                )
             for trial, cell_id, trial_run_key in digests:
                 cells.append(
                     Cell(
@@ -148,6 +175,8 @@ def expand(
                         graders=case_resolved,
                         execution_mode=manifest.execution_mode,
                         run_key=trial_run_key,
+                        workspace=case.workspace,
+                        setup=case.setup,
                     )
                 )
     return cells
@@ -380,6 +409,7 @@ def _cell_from(raw: dict[str, Any]) -> Cell:
         env=dict(seat_doc["env"] or {}),
         codex_transport=seat_doc["codex_transport"],
     )
+    workspace, setup = _world_from(raw.get("workspace"))
     payload = identity_payload(
         case_id=raw["case_id"],
         prompt=raw["prompt"],
@@ -387,6 +417,12 @@ def _cell_from(raw: dict[str, Any]) -> Cell:
         trial=raw["trial"],
         graders=raw["graders"],
         execution_mode=raw["execution_mode"],
+        workspace=None
+        if workspace is None
+        else {
+            **workspace.identity(),
+            **({"setup": setup.digest} if setup is not None else {}),
+        },
     )
     return Cell(
         cell_id=raw["cell_id"],
@@ -398,7 +434,21 @@ def _cell_from(raw: dict[str, Any]) -> Cell:
         graders=tuple(raw["graders"]),
         execution_mode=raw["execution_mode"],
         run_key=run_key(payload),
+        workspace=workspace,
+        setup=setup,
     )
+
+
+def _world_from(raw: Any) -> tuple[WorkspaceSpec | None, SetupSpec | None]:
+    """A plan cell's `workspace` as specs (the setup known by its digest only)."""
+    if raw is None:
+        return None, None
+    if "repo" in raw:
+        workspace = WorkspaceSpec(kind="repo", path=raw["repo"], commit=raw["commit"])
+    else:
+        workspace = WorkspaceSpec(kind="dir", path=raw["dir"], digest=raw["digest"])
+    setup = SetupSpec(commands=(), digest=raw["setup"]) if "setup" in raw else None
+    return workspace, setup
 
 
 def plan_from_document(doc: dict[str, Any]) -> Plan:

@@ -31,6 +31,55 @@ HOME_MODES: tuple[HomeMode, ...] = ("inherit", "isolated")
 DEFAULT_HOME_MODE: HomeMode = "inherit"
 
 
+# a case's setup: its own time limit, and network on (installing usually needs it)
+DEFAULT_SETUP_TIMEOUT_SECONDS = 1800.0
+
+
+@dataclass(frozen=True)
+class WorkspaceSpec:
+    """A case's own workspace: a local git repository at a commit, or a folder.
+
+    `path` is absolute. `revision` is what the manifest wrote (`repo` only); `commit` (the
+    full sha) and `digest` (a folder's content digest) are filled in when the workspace is
+    resolved, before the plan is made (`run/workspaces.resolve`).
+    """
+
+    kind: Literal["repo", "dir"]
+    path: str
+    revision: str | None = None
+    commit: str | None = None
+    digest: str | None = None
+
+    def identity(self) -> dict[str, str]:
+        """The workspace's part of a cell's identity: its content, never its path."""
+        if self.kind == "repo":
+            return {"commit": str(self.commit)}
+        return {"digest": str(self.digest)}
+
+    def document(self) -> dict[str, str]:
+        """The workspace as plan.json and receipts record it."""
+        if self.kind == "repo":
+            return {"repo": self.path, "commit": str(self.commit)}
+        return {"dir": self.path, "digest": str(self.digest)}
+
+
+@dataclass(frozen=True)
+class SetupSpec:
+    """A case's setup: the commands whose product every attempt of the case starts from.
+
+    A command is an argv list, or a string run by `sh -c`. `inputs` are files or folders
+    (absolute, inside the manifest's folder) whose content keys the setup; `digest` (of
+    the commands and the inputs' content) is filled in when the workspace is resolved.
+    Time limit and network are how it runs, never what it is: neither enters a key.
+    """
+
+    commands: tuple[str | tuple[str, ...], ...]
+    inputs: tuple[str, ...] = ()
+    timeout_seconds: float = DEFAULT_SETUP_TIMEOUT_SECONDS
+    network: bool = True
+    digest: str | None = None
+
+
 class Case(NamedTuple):
     """One case with its prompt resolved and defaults applied (a named tuple: built fast)."""
 
@@ -39,6 +88,18 @@ class Case(NamedTuple):
     trials: int
     graders: tuple[dict[str, Any], ...]
     prompt_file: str | None = None
+    # the case's own world (None: the run's --workspace, as before)
+    workspace: WorkspaceSpec | None = None
+    setup: SetupSpec | None = None
+
+    def world(self) -> dict[str, Any] | None:
+        """The workspace's part of the cell identity (None: the case has no own workspace)."""
+        if self.workspace is None:
+            return None
+        found: dict[str, Any] = self.workspace.identity()
+        if self.setup is not None:
+            found["setup"] = self.setup.digest
+        return found
 
 
 @dataclass(frozen=True)

@@ -89,8 +89,14 @@ def _long_lived() -> Iterator[None]:
 def load_inputs(
     manifest_path: Path, explicit_roster: Path | None, workspace: Path | None = None
 ) -> tuple[Manifest, Roster, str]:
-    """Load and validate the manifest and its roster (built to last the whole run)."""
-    return loading.load_inputs(manifest_path, explicit_roster, workspace)
+    """Load and validate the manifest and its roster (built to last the whole run); the
+    cases' own workspaces resolved (their commits, folder and setup digests)."""
+    manifest, roster, label = loading.load_inputs(manifest_path, explicit_roster, workspace)
+    if any(case.workspace is not None for case in manifest.cases):
+        from brigade.run import workspaces
+
+        manifest = workspaces.resolve(manifest)
+    return manifest, roster, label
 
 
 def grader_warnings(manifest: Manifest, roster: Roster | None = None) -> list[str]:
@@ -245,7 +251,9 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
     )
     executor = resolve_executor(options, roster)
     workspace = resolve_workspace(options)
-    if manifest.execution_mode == "writable-worktree":
+    if manifest.execution_mode == "writable-worktree" and any(
+        case.workspace is None for case in manifest.cases
+    ):
         from brigade.run import worktree
 
         worktree.find_repo(workspace)

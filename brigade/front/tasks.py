@@ -341,9 +341,71 @@ def cell_tasks(chosen: Selection, session: Session, hand: Hand | None) -> Iterat
                     ],
                 )
             ],
-            "task_dep": ["plan"],
+            "task_dep": ["plan", *_setup_dep(cell)],
             "uptodate": [task.action in ("skip", "regrade")],
         }
+
+
+SETUP_GROUP = "setup"
+
+
+def setup_task_name(case_id: str) -> str:
+    """`setup:<case>`: the task that builds a case's own workspace (its setup run once)."""
+    return f"{SETUP_GROUP}:{names.escape(case_id)}"
+
+
+def worlds(plan: Plan) -> dict[str, Cell]:
+    """A cell of each case that has a workspace of its own, by case id."""
+    found: dict[str, Cell] = {}
+    for cell in plan.cells:
+        if cell.workspace is not None and cell.case_id not in found:
+            found[cell.case_id] = cell
+    return found
+
+
+def setup_tasks(session: Session, chosen: Selection, listing: bool) -> Iterator[dict[str, Any]]:
+    """`setup:<case>`: build a case's workspace (its files, its setup) once for every seat
+    and trial; up to date when it is built with this key (a failed setup too, but under
+    --retry-transient), or when no cell of the case needs it in this run."""
+    yield {"basename": SETUP_GROUP, "name": None, "doc": setup_tasks.__doc__}
+    needed = {task.cell.case_id for task in chosen.own if task.action != "skip"}
+    from brigade.run import workspaces
+
+    for case_id, cell in worlds(session.plan).items():
+        world = cell.world()
+        assert world is not None
+        built = workspaces.state(session.out, world)
+        current = built is not None and (built.ok or not session.options.retry_transient)
+        yield {
+            "name": names.escape(case_id),
+            "doc": f"build {case_id}'s workspace"
+            + (" and run its setup" if cell.setup is not None else ""),
+            "actions": [(guarded, [build_setup, session.ctx, cell])],
+            "task_dep": ["plan"],
+            "uptodate": [current or (case_id not in needed and not listing)],
+        }
+
+
+def build_setup(ctx: RunContext, cell: Cell) -> None:
+    """Build the workspace of a cell's case (a setup task's action), saying what it did."""
+    world = cell.world()
+    assert world is not None and cell.workspace is not None
+    from brigade.run import workspaces
+
+    built, now = workspaces.ensure(
+        ctx.out,
+        cell.workspace,
+        cell.setup,
+        world,
+        retry_failed=ctx.retry_transient,
+        sandbox_mode=ctx.sandbox,
+    )
+    if now and not built.ok:
+        sys.stderr.write(printable(f"brigade: setup of {cell.case_id} failed: {built.detail}\n"))
+
+
+def _setup_dep(cell: Cell) -> list[str]:
+    return [setup_task_name(cell.case_id)] if cell.workspace is not None else []
 
 
 def grade_tasks(chosen: Selection, ctx: RunContext) -> Iterator[dict[str, Any]]:
@@ -354,7 +416,7 @@ def grade_tasks(chosen: Selection, ctx: RunContext) -> Iterator[dict[str, Any]]:
             "name": names.escape(cell.coordinate),
             "actions": [(guarded, [regrade_if_needed, ctx, cell])],
             # its cell task is up to date (it only grades): no need to wait for it
-            "task_dep": ["plan"],
+            "task_dep": ["plan", *_setup_dep(cell)],
             "uptodate": [False],
         }
 
@@ -399,6 +461,7 @@ def summary_task(wiring: Wiring, collecting: bool) -> dict[str, Any]:
         # their own dependencies are done)
         "task_dep": [
             "plan",
+            SETUP_GROUP,
             "grade",
             CELLS_GROUP,
             *(["collect"] if collecting else []),
@@ -583,6 +646,7 @@ def namespace(
             "par_type": "thread",
         },
         "task_plan": lambda: plan_task(session),
+        "task_setup": lambda: setup_tasks(session, wiring.for_creators(), listing),
         "task_cell": task_cell,
         "task_grade": task_grade,
         "task_summary": lambda: summary_task(wiring, scheduler is not None),
@@ -691,7 +755,8 @@ def _launch_notes(session: Session) -> Callable[[Cell], list[str]]:
 
 def other_tasks(session: Session) -> list[str]:
     """The task names besides the cells' own (for resolving names on the command line)."""
-    found = ["plan", CELLS_GROUP, FINISHED_TASK, "grade", "summary"]
+    found = ["plan", SETUP_GROUP, CELLS_GROUP, FINISHED_TASK, "grade", "summary"]
+    found.extend(setup_task_name(case_id) for case_id in worlds(session.plan))
     if session.cluster is not None:
         found.append("collect")
     found.extend(

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from brigade.core.identity import canonical_json, normalize_prompt, sha256_hex, text_digest
-from brigade.core.specs import DEFAULT_MODE, Case, Manifest
+from brigade.core.specs import (
+    DEFAULT_MODE,
+    DEFAULT_SETUP_TIMEOUT_SECONDS,
+    Case,
+    Manifest,
+    SetupSpec,
+    WorkspaceSpec,
+)
 from brigade.errors import InputError
 from brigade.inputs import schemas
 from brigade.inputs.documents import decode_utf8, read_regular_file
@@ -31,10 +39,12 @@ def manifest_from_document(
     base = path.resolve().parent
     default_trials = doc.get("trials", 1)
     default_graders = tuple(doc.get("graders", []))  # one tuple, shared by the cases
+    problems: list[str] = []  # every problem of the document, listed together
+    default_workspace = _workspace(doc.get("workspace"), base, f"{label}: workspace", problems)
+    default_setup = _setup(doc.get("setup"), base, f"{label}: setup", problems)
     resolved_cases: list[dict[str, Any]] = []
     cases: list[Case] = []
     first_index: dict[str, int] = {}
-    problems: list[str] = []  # every problem of the document, listed together
     for index, raw in enumerate(doc["cases"]):
         case_id = raw["id"]
         if case_id in first_index:
@@ -54,6 +64,22 @@ def manifest_from_document(
         else:
             prompt = normalize_prompt(raw["prompt"])
         resolved_cases.append({**raw, "prompt": prompt})
+        where = f"{label}: cases[{index}]"
+        workspace = (
+            _workspace(raw["workspace"], base, f"{where}.workspace", problems)
+            if "workspace" in raw
+            else default_workspace
+        )
+        setup = (
+            _setup(raw["setup"], base, f"{where}.setup", problems)
+            if "setup" in raw
+            else default_setup
+        )
+        if setup is not None and workspace is None:
+            problems.append(
+                f"{where}: setup needs a workspace of the case's own "
+                "(workspace: {repo: PATH, commit: SHA} or {dir: PATH})"
+            )
         cases.append(
             Case(
                 id=case_id,
@@ -62,6 +88,8 @@ def manifest_from_document(
                 trials=int(raw.get("trials", default_trials)),
                 graders=tuple(raw["graders"]) if "graders" in raw else default_graders,
                 prompt_file=raw.get("prompt_file"),
+                workspace=workspace,
+                setup=setup,
             )
         )
     if problems:
@@ -99,6 +127,55 @@ def contained_path(base: Path, relative: str) -> Path | None:
     if target != root and root not in target.parents:
         return None
     return target
+
+
+def _workspace(raw: Any, base: Path, where: str, problems: list[str]) -> WorkspaceSpec | None:
+    """A `workspace` entry: a repository (relative to the manifest's folder, or absolute)
+    that must exist, or a folder that must exist inside the manifest's folder."""
+    if raw is None:
+        return None
+    if "dir" in raw:
+        target = contained_path(base, raw["dir"])
+        if target is None:
+            problems.append(
+                f"{where}.dir: {raw['dir']!r} is outside the manifest's folder; "
+                "a workspace folder must live beside the manifest"
+            )
+            return None
+        if not target.is_dir():
+            problems.append(f"{where}.dir: {raw['dir']!r} is not a folder")
+            return None
+        return WorkspaceSpec(kind="dir", path=str(target))
+    target = Path(os.path.normpath(base / raw["repo"]))
+    if not target.is_dir():
+        problems.append(f"{where}.repo: {raw['repo']!r} does not exist (no such folder)")
+        return None
+    return WorkspaceSpec(kind="repo", path=str(target), revision=raw.get("commit", "HEAD"))
+
+
+def _setup(raw: Any, base: Path, where: str, problems: list[str]) -> SetupSpec | None:
+    """A `setup` entry: its commands, its inputs (inside the manifest's folder, existing)."""
+    if raw is None:
+        return None
+    spec = raw if isinstance(raw, dict) else {"commands": raw}
+    commands = tuple(c if isinstance(c, str) else tuple(c) for c in spec["commands"])
+    inputs: list[str] = []
+    for index, relative in enumerate(spec.get("inputs", [])):
+        target = contained_path(base, relative)
+        if target is None:
+            problems.append(
+                f"{where}.inputs[{index}]: {relative!r} is outside the manifest's folder"
+            )
+        elif not target.exists():
+            problems.append(f"{where}.inputs[{index}]: {relative!r} does not exist")
+        else:
+            inputs.append(str(target))
+    return SetupSpec(
+        commands=commands,
+        inputs=tuple(inputs),
+        timeout_seconds=float(spec.get("timeout_seconds", DEFAULT_SETUP_TIMEOUT_SECONDS)),
+        network=bool(spec.get("network", True)),
+    )
 
 
 def _read_prompt_file(base: Path, relative: str, where: str) -> str:

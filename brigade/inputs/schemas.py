@@ -38,6 +38,7 @@ FILES = {
     "brigade.usage.v1": "usage.v1.json",
     "brigade.forgotten.v1": "forgotten.v1.json",
     "brigade.compare.v1": "compare.v1.json",
+    "brigade.workspace.v1": "workspace.v1.json",
 }
 
 

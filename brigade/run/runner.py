@@ -33,7 +33,7 @@ from brigade.core.usage import Price, Usage, UsageError, priced, usage_document,
 from brigade.errors import TamperedOutput
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
-from brigade.run import graders, proc, reuse, worktree
+from brigade.run import graders, proc, reuse, workspaces, worktree
 from brigade.run.command_grader import DEFAULT_COMMAND_SECONDS
 from brigade.run.seat import (
     FINAL,
@@ -43,6 +43,7 @@ from brigade.run.seat import (
     read_text,
     record_run,
     seat_job,
+    unlaunched_run,
 )
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ PLAN_FIELDS = (
     "seat",
     "trial",
     "execution_mode",
+    "workspace",
 )
 
 
@@ -179,10 +181,47 @@ def running_receipt(ctx: RunContext, cell: Cell, attempt: int, started_at: str) 
 
 
 def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
-    """Run the seat here once for an attempt; write final.txt, logs, run.json, worker-results."""
+    """Run the seat here once for an attempt; write final.txt, logs, run.json, worker-results.
+
+    A case with its own workspace starts from it as built (once per case: its setup task,
+    or here when no task built it); a setup that failed is the apparatus's fault, the
+    seat never runs.
+    """
     rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
-    job = seat_job(cell, attempt, sandbox_mode=ctx.sandbox)
-    return record_run(rdir, execute_seat(job, ctx.workspace, rdir, out=ctx.out))
+    world = cell.world()
+    head = None
+    if world is not None and cell.workspace is not None:
+        built = ensure_workspace(ctx, cell)
+        if not built.ok:
+            job = seat_job(cell, attempt, sandbox_mode=ctx.sandbox)
+            detail = f"setup: {built.detail}"
+            return record_run(rdir, unlaunched_run(job, rdir, ctx.out, detail, "setup_failed"))
+        head = built.head
+    job = seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox)
+    return record_run(rdir, execute_seat(job, workspace_of(ctx, cell), rdir, out=ctx.out))
+
+
+def workspace_of(ctx: RunContext, cell: Cell) -> Path:
+    """Where a cell's seat runs from: its case's built workspace, else the run's."""
+    world = cell.world()
+    if world is None:
+        return ctx.workspace
+    return workspaces.tree(ctx.out, world)
+
+
+def ensure_workspace(ctx: RunContext, cell: Cell) -> workspaces.Built:
+    """The cell's case's workspace, built first when it is not (its setup run once)."""
+    world = cell.world()
+    assert world is not None and cell.workspace is not None
+    built, _ = workspaces.ensure(
+        ctx.out,
+        cell.workspace,
+        cell.setup,
+        world,
+        retry_failed=ctx.retry_transient,
+        sandbox_mode=ctx.sandbox,
+    )
+    return built
 
 
 def _end_crashed_seat(out: Path, cell: Cell, attempt: int | None) -> None:
@@ -267,17 +306,18 @@ def grade_context(
     to, as its receipt records it)."""
     final_path = rdir / FINAL
     snapshot = run_doc.get("workspace_snapshot")
+    workspace = workspace_of(ctx, cell)
     view: graders.WorkspaceView
     if snapshot:
         view = worktree.SnapshotWorkspace(
-            rdir, {**snapshot, "changed_files": run_doc.get("changed_files")}, ctx.workspace
+            rdir, {**snapshot, "changed_files": run_doc.get("changed_files")}, workspace
         )
     else:
-        view = graders.LiveWorkspace(ctx.workspace)
+        view = graders.LiveWorkspace(workspace)
     changed = run_doc.get("changed_files")
     setting = graders.Setting(
         out=ctx.out,
-        workspace=ctx.workspace,
+        workspace=workspace,
         run_dir=rdir,
         graders_dir=rdir.parent / GRADERS_DIR,
         coordinate=cell.coordinate,

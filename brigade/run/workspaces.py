@@ -1,0 +1,408 @@
+"""Cases with their own world: resolving a case's workspace, and building its starting state.
+
+A case's workspace (a git repository at a commit, or a folder) is resolved before the
+plan is made: the commit to its full sha, the folder to its content digest, the setup
+to the digest of its commands and inputs (`resolve`). What every attempt of the case
+starts from is built once per distinct workspace and setup (`ensure`), in the output
+directory: `workspaces/<key>/tree/` is a git repository of its own holding one commit,
+the workspace's files as the setup left them (the repository's history is not there,
+so a seat cannot read a later fix from it). Writable runs branch their worktree from
+that commit, read-only runs run in the tree; a regrade re-applies a run's patch to it.
+`workspace.json` beside the tree records the key, the commit and whether the setup
+failed (with its log, `setup.log`), so a second run finds it built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brigade.core.identity import canonical_json, sha256_hex, text_digest
+from brigade.core.specs import Case, Manifest, SetupSpec, WorkspaceSpec
+from brigade.errors import InputError
+from brigade.outdir import store
+from brigade.run import proc, sandbox
+from brigade.run.reuse import file_digest, path_digest
+
+WORKSPACES_DIR = "workspaces"
+TREE = "tree"
+STATE = "workspace.json"
+STATE_SCHEMA = "brigade.workspace.v1"
+SETUP_LOG = "setup.log"
+# the one commit of a built tree: fixed author and date, so equal files give equal commits
+_COMMIT_ENV = {
+    "GIT_AUTHOR_NAME": "brigade",
+    "GIT_AUTHOR_EMAIL": "brigade@localhost",
+    "GIT_AUTHOR_DATE": "1970-01-01T00:00:00+0000",
+    "GIT_COMMITTER_NAME": "brigade",
+    "GIT_COMMITTER_EMAIL": "brigade@localhost",
+    "GIT_COMMITTER_DATE": "1970-01-01T00:00:00+0000",
+}
+# git run by brigade over a case's repository or a built tree: no configuration of the
+# machine or the user (hooks, fsmonitor, filters, signing) applies
+_HARDENED = (
+    "git",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "protocol.allow=never",
+)
+_HARDENED_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def git(
+    args: list[str], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 600
+) -> tuple[int | None, str, str]:
+    """git with brigade's own configuration only, in `cwd`: (code, stdout, stderr)."""
+    variables = {**os.environ, **_HARDENED_ENV, **(env or {})}
+    return proc.capture([*_HARDENED, *args], cwd=cwd, timeout=timeout, env=variables)
+
+
+# -- resolving (before the plan) ------------------------------------------------------
+
+
+def resolve(manifest: Manifest) -> Manifest:
+    """The manifest with every case's workspace resolved (commit sha, folder digest, setup
+    digest); InputError (exit 2, a line per problem) for a folder that is not a git
+    repository or a commit it does not have. A manifest without workspaces is returned
+    as it is."""
+    if not any(case.workspace is not None for case in manifest.cases):
+        return manifest
+    commits: dict[tuple[str, str], str] = {}
+    digests: dict[str, str] = {}
+    problems: list[str] = []
+    cases: list[Case] = []
+    base = manifest.directory
+    for index, case in enumerate(manifest.cases):
+        workspace = case.workspace
+        if workspace is None:
+            cases.append(case)
+            continue
+        where = f"{manifest.path}: cases[{index}].workspace"
+        if workspace.kind == "repo":
+            key = (workspace.path, workspace.revision or "HEAD")
+            if key not in commits:
+                found = _commit_of(workspace.path, key[1], where)
+                if isinstance(found, InputError):
+                    problems.append(str(found))
+                    continue
+                commits[key] = found
+            workspace = dataclasses.replace(workspace, commit=commits[key])
+        else:
+            if workspace.path not in digests:
+                digests[workspace.path] = folder_digest(Path(workspace.path))
+            workspace = dataclasses.replace(workspace, digest=digests[workspace.path])
+        setup = case.setup
+        if setup is not None:
+            setup = dataclasses.replace(setup, digest=setup_digest(setup, base))
+        cases.append(case._replace(workspace=workspace, setup=setup))
+    if problems:
+        raise InputError("\n".join(problems))
+    worlds = [case.world() for case in cases]
+    return dataclasses.replace(
+        manifest,
+        cases=tuple(cases),
+        # a moved branch or an edited folder changes the cells: the expansion's caches too
+        content_digest=text_digest(canonical_json([manifest.content_digest, worlds])),
+    )
+
+
+def _commit_of(path: str, revision: str, where: str) -> str | InputError:
+    if revision.startswith("-"):
+        return InputError(f"{where}.commit: {revision!r} is not a revision")
+    code, out, err = git(["rev-parse", "--is-inside-work-tree"], Path(path), timeout=60)
+    if code is None:
+        return InputError(f"{where}: git could not be run (a repo workspace needs it)")
+    code, out, err = git(["rev-parse", "--git-dir"], Path(path), timeout=60)
+    if code != 0:
+        return InputError(f"{where}.repo: {path} is not a git repository")
+    code, out, err = git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"],
+        Path(path),
+        timeout=60,
+    )
+    if code != 0 or not out.strip():
+        return InputError(f"{where}.commit: {revision!r} is not a commit of {path}")
+    return out.strip()
+
+
+def folder_digest(root: Path) -> str:
+    """sha256 over a folder's names, links and regular files' bytes (`.git` left out)."""
+    digest = hashlib.sha256()
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            name = os.path.relpath(entry.path, root)
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                digest.update(f"l\0{name}\0{os.readlink(entry.path)}\0".encode())
+            elif stat.S_ISDIR(info.st_mode):
+                digest.update(f"d\0{name}\0".encode())
+                stack.append(entry.path)
+            elif stat.S_ISREG(info.st_mode):
+                mode = "x" if info.st_mode & 0o111 else "f"
+                digest.update(f"{mode}\0{name}\0{file_digest(entry.path)}\0".encode())
+    return "sha256:" + digest.hexdigest()
+
+
+def setup_digest(setup: SetupSpec, base: Path) -> str:
+    """What a setup is: its commands and its inputs' content (named relative to `base`)."""
+    inputs = [[os.path.relpath(path, base), path_digest(Path(path))] for path in setup.inputs]
+    commands = [c if isinstance(c, str) else list(c) for c in setup.commands]
+    return text_digest(canonical_json({"commands": commands, "inputs": inputs}))
+
+
+# -- the built starting state ------------------------------------------------------------
+
+
+def world_key(world: Mapping[str, Any]) -> str:
+    """The folder name of a built workspace: the digest of its identity (commit or folder
+    digest, setup digest)."""
+    return sha256_hex(canonical_json(dict(world)).encode("utf-8"))[:32]
+
+
+def folder(out: Path, world: Mapping[str, Any]) -> Path:
+    """Where a workspace is built: `<out>/workspaces/<key>/`."""
+    return out / WORKSPACES_DIR / world_key(world)
+
+
+def tree(out: Path, world: Mapping[str, Any]) -> Path:
+    """The built tree (a git repository of its own) every attempt starts from."""
+    return folder(out, world) / TREE
+
+
+@dataclass(frozen=True)
+class Built:
+    """What `workspace.json` says of a built workspace."""
+
+    ok: bool
+    head: str | None  # the tree's one commit (None: the setup failed)
+    detail: str | None = None  # why it failed, its log named relative to the output dir
+
+
+def state(out: Path, world: Mapping[str, Any]) -> Built | None:
+    """The built workspace's record, None when it is not built (or its record is not ours)."""
+    doc = store.read_json(folder(out, world) / STATE)
+    if not isinstance(doc, dict) or doc.get("key") != world_key(world):
+        return None
+    head = doc.get("head")
+    if doc.get("ok") is True and isinstance(head, str):
+        if not (tree(out, world) / ".git").is_dir():
+            return None
+        return Built(True, head)
+    return Built(False, None, str(doc.get("detail") or "the setup failed"))
+
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def ensure(
+    out: Path,
+    workspace: WorkspaceSpec,
+    setup: SetupSpec | None,
+    world: Mapping[str, Any],
+    *,
+    retry_failed: bool = False,
+    sandbox_mode: sandbox.SandboxMode | None = None,
+) -> tuple[Built, bool]:
+    """The built workspace, building it first when it is not (once per key, whoever asks):
+    (its record, whether it was built now). A failed setup stays failed unless
+    `retry_failed` (--retry-transient)."""
+    with _lock(world_key(world)):
+        found = state(out, world)
+        if found is not None and (found.ok or not retry_failed):
+            return found, False
+        return build(out, workspace, setup, world, sandbox_mode=sandbox_mode), True
+
+
+def build(
+    out: Path,
+    workspace: WorkspaceSpec,
+    setup: SetupSpec | None,
+    world: Mapping[str, Any],
+    *,
+    sandbox_mode: sandbox.SandboxMode | None = None,
+) -> Built:
+    """Build a workspace: its files in a fresh folder, the setup run there, one commit."""
+    target = folder(out, world)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        built = _build_in(scratch, out, target, workspace, setup, sandbox_mode)
+        record = {
+            "schema": STATE_SCHEMA,
+            "key": world_key(world),
+            "ok": built.ok,
+            "head": built.head,
+            "detail": built.detail,
+        }
+        store.write_json(scratch / STATE, record, STATE_SCHEMA)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(scratch, target)
+        return built
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _build_in(
+    scratch: Path,
+    out: Path,
+    target: Path,
+    workspace: WorkspaceSpec,
+    setup: SetupSpec | None,
+    sandbox_mode: sandbox.SandboxMode | None,
+) -> Built:
+    files = scratch / TREE
+    log = scratch / SETUP_LOG
+    log_name = os.path.relpath(target / SETUP_LOG, out)
+    try:
+        _export(workspace, files, scratch)
+    except OSError as exc:
+        store.atomic_write_bytes(log, f"brigade: {exc}\n".encode())
+        return Built(False, None, f"the workspace could not be copied: {exc} (log: {log_name})")
+    if setup is not None:
+        failed = _run_setup(setup, files, log, scratch, sandbox_mode)
+        if failed is not None:
+            shutil.rmtree(files, ignore_errors=True)
+            return Built(False, None, f"{failed} (log: {log_name})")
+    try:
+        head = _commit(files)
+    except OSError as exc:
+        shutil.rmtree(files, ignore_errors=True)
+        return Built(False, None, f"the workspace could not be committed: {exc}")
+    return Built(True, head)
+
+
+def _export(workspace: WorkspaceSpec, files: Path, scratch: Path) -> None:
+    """The workspace's files (a repository's at its commit, a folder's as they are)."""
+    if workspace.kind == "dir":
+        shutil.copytree(workspace.path, files, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        return
+    files.mkdir()
+    # a private index: nothing is written into the case's repository
+    env = {"GIT_INDEX_FILE": str(scratch / "index")}
+    for args in (
+        ["read-tree", str(workspace.commit)],
+        ["checkout-index", "--all", "--force", f"--prefix={files}/"],
+    ):
+        code, _, err = git(args, Path(workspace.path), env)
+        if code != 0:
+            raise OSError(f"git {args[0]} failed: {' '.join(err.split()) or code}")
+    with contextlib.suppress(FileNotFoundError):
+        (scratch / "index").unlink()
+
+
+def _argv(command: str | tuple[str, ...]) -> list[str]:
+    return ["sh", "-c", command] if isinstance(command, str) else list(command)
+
+
+def _run_setup(
+    setup: SetupSpec,
+    files: Path,
+    log: Path,
+    scratch: Path,
+    sandbox_mode: sandbox.SandboxMode | None,
+) -> str | None:
+    """Run the setup's commands in `files` (sandboxed when the sandbox works here, with its
+    network switch); their output goes to `log`. None, or why the setup failed."""
+    deadline = time.monotonic() + setup.timeout_seconds
+    env = {**os.environ, "BRIGADE_SETUP": "1"}
+    parts: list[bytes] = []
+    try:
+        for number, command in enumerate(setup.commands, 1):
+            argv = _argv(command)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return f"setup timed out (its limit is {setup.timeout_seconds:g} s)"
+            with sandbox.command_sandbox(
+                files,
+                mode=sandbox_mode or "auto",
+                network=setup.network,
+                visible=[*sandbox.named_paths(argv), *sandbox.brigade_paths()],
+            ) as box:
+                stdout, stderr = scratch / "stdout", scratch / "stderr"
+                result = proc.run(
+                    argv,
+                    cwd=files,
+                    env=env,
+                    stdin_text=None,
+                    timeout=left,
+                    stdout_path=stdout,
+                    stderr_path=stderr,
+                    confine=box.confine,
+                )
+            parts.append(f"$ {' '.join(argv)}\n".encode())
+            parts += [_read(stdout), _read(stderr)]
+            if not result.launched:
+                return f"setup command {number} could not start: {result.launch_error}"
+            if result.timed_out:
+                return f"setup timed out (its limit is {setup.timeout_seconds:g} s)"
+            if result.exit_code != 0:
+                return f"setup command {number} exited with status {result.exit_code}"
+    except (OSError, sandbox.SandboxError) as exc:
+        return f"setup could not run: {exc}"
+    finally:
+        store.atomic_write_bytes(log, b"".join(parts))
+        for name in ("stdout", "stderr"):
+            with contextlib.suppress(FileNotFoundError):
+                (scratch / name).unlink()
+    return None
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return store.read_regular(path)
+    except OSError:
+        return b""
+
+
+def _commit(files: Path) -> str:
+    """Make `files` a git repository of one commit holding everything in it; its sha."""
+    for args in (
+        ["init", "--quiet"],
+        ["add", "--all", "--force", "."],
+        ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "brigade workspace"],
+        ["rev-parse", "HEAD"],
+    ):
+        code, stdout, err = git(args, files, _COMMIT_ENV)
+        if code != 0:
+            raise OSError(f"git {args[0]} failed: {' '.join(err.split()) or code}")
+    return stdout.strip()
+
+
+def paths_of(cells: Iterable[Any]) -> list[str]:
+    """The distinct workspace paths of the cells' cases (the export's and report's)."""
+    return sorted({cell.workspace.path for cell in cells if cell.workspace is not None})

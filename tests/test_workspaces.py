@@ -1,0 +1,277 @@
+"""End to end: cases with their own workspace (a repository at a commit, a folder) and their
+setup, built once per case as the doit task `setup:<case>`, through the real `brigade run`
+and the real doit."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Project, git
+
+# a seat that says what it sees: the version file, how many commits its checkout has, and
+# whether the setup's product is there; a writable run also edits the version file
+SEAT = textwrap.dedent(
+    """\
+    import os, subprocess, sys
+    sys.stdin.read()
+    with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
+        log.write(os.environ["BRIGADE_COORDINATE"] + "\\n")
+    count = subprocess.run(["git", "rev-list", "--count", "HEAD"], capture_output=True,
+                           text=True).stdout.strip()
+    built = open("built.txt").read().strip() if os.path.exists("built.txt") else "-"
+    version = open("version.txt").read().strip()
+    with open("version.txt", "a") as handle:
+        handle.write("edited\\n")
+    print(version, count, built)
+    """
+)
+
+
+def make_repo(folder: Path, versions: list[str]) -> list[str]:
+    """A repository with a commit per version (version.txt); the commits' shas."""
+    folder.mkdir()
+    git(folder, "init", "-q")
+    shas = []
+    for version in versions:
+        (folder / "version.txt").write_text(version + "\n")
+        git(folder, "add", "-A")
+        git(folder, "commit", "-qm", version)
+        shas.append(git(folder, "rev-parse", "HEAD").strip())
+    return shas
+
+
+def world_project(project: Project, setup: Any = None) -> dict[str, list[str]]:
+    """Two cases over two repositories: `a` at its head, `b` at its first commit (with
+    `setup`, when given)."""
+    shas = {
+        "a": make_repo(project.root / "repo-a", ["a1", "a2"]),
+        "b": make_repo(project.root / "repo-b", ["b1", "b2"]),
+    }
+    seat = project.root / "seat.py"
+    seat.write_text(SEAT)
+    project.write_roster(
+        {
+            "one": {"cli": f"exec:{sys.executable} {seat}"},
+            "two": {"cli": f"exec:{sys.executable} {seat}", "model": "m2"},
+        }
+    )
+    case_b: dict[str, Any] = {
+        "id": "b",
+        "prompt": "look",
+        "workspace": {"repo": "repo-b", "commit": shas["b"][0][:10]},
+        "graders": [{"type": "regex_output", "pattern": "^b1 1 "}],
+    }
+    if setup is not None:
+        case_b["setup"] = setup
+    project.write_manifest(
+        [
+            {
+                "id": "a",
+                "prompt": "look",
+                "workspace": {"repo": str(project.root / "repo-a")},
+                "graders": [{"type": "regex_output", "pattern": "^a2 1 -$"}],
+            },
+            case_b,
+        ],
+        seats=("one", "two"),
+        execution={"mode": "writable-worktree"},
+    )
+    return shas
+
+
+def test_each_case_runs_in_its_own_repository_at_its_commit(project: Project) -> None:
+    shas = world_project(project)
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {
+        "a:one:1": "accepted",
+        "a:two:1": "accepted",
+        "b:one:1": "accepted",
+        "b:two:1": "accepted",
+    }
+    # the plan names each case's repository and its resolved commit
+    worlds = {cell["coordinate"]: cell["workspace"] for cell in project.plan()["cells"]}
+    assert worlds["a:one:1"] == {"repo": str(project.root / "repo-a"), "commit": shas["a"][1]}
+    assert worlds["b:two:1"] == {"repo": str(project.root / "repo-b"), "commit": shas["b"][0]}
+    assert project.receipt("b:one:1")["workspace"] == worlds["b:one:1"]
+    # the seat saw one commit (no history: no later fix to read) and edited its own copy
+    assert (project.cell_dir("a:one:1") / "attempts/attempt-001/run/final.txt").read_text() == (
+        "a2 1 -\n"
+    )
+    patch = project.cell_dir("b:two:1") / "attempts/attempt-001/run/changes.patch"
+    assert "+edited" in patch.read_text()
+    # the repositories are as they were
+    assert (project.root / "repo-b/version.txt").read_text() == "b2\n"
+    assert git(project.root / "repo-b", "status", "--porcelain") == ""
+    # nothing changed: nothing runs
+    launches = project.launches()
+    again = project.run()
+    assert again.returncode == 0, again.stderr
+    assert project.launches() == launches
+    # export: repository paths are projected like every other path
+    exported = "".join(p.read_text() for p in (project.out / "export").rglob("*.json"))
+    assert str(project.root) not in exported
+
+
+def test_cases_without_a_workspace_keep_their_ids(project: Project) -> None:
+    project.write_manifest([{"id": "plain", "prompt": "answer: ok"}])
+    assert project.run().returncode == 0
+    before = project.plan()["cells"][0]
+    make_repo(project.root / "repo", ["r1"])
+    project.write_manifest(
+        [
+            {"id": "plain", "prompt": "answer: ok"},
+            {"id": "own", "prompt": "answer: ok", "workspace": {"repo": "repo"}},
+        ]
+    )
+    launches = project.launches()
+    assert project.run().returncode == 0
+    cells = {cell["coordinate"]: cell for cell in project.plan()["cells"]}
+    assert cells["plain:agent:1"] == before
+    assert "workspace" not in before
+    assert project.launches() == launches + 1
+
+
+def test_a_moved_commit_makes_the_case_stale_and_only_it_runs(project: Project) -> None:
+    shas = world_project(project)
+    assert project.run().returncode == 0
+    launches = project.launches()
+    git(project.root / "repo-a", "commit", "-q", "--allow-empty", "-m", "a3")
+    done = project.run()
+    assert "2 stale cells" in done.stderr
+    assert project.launches() == launches + 2  # case a's two cells only
+    worlds = {cell["coordinate"]: cell["workspace"] for cell in project.plan()["cells"]}
+    assert worlds["a:one:1"]["commit"] != shas["a"][1]
+
+
+@pytest.mark.parametrize(
+    ("workspace", "message"),
+    [
+        ({"repo": "nowhere"}, "cases[0].workspace.repo: 'nowhere' does not exist (no such folder)"),
+        (
+            {"repo": "repo", "commit": "nosuch"},
+            "cases[0].workspace.commit: 'nosuch' is not a commit",
+        ),
+        (
+            {"repo": "repo", "commit": "--all"},
+            "cases[0].workspace.commit: '--all' is not a revision",
+        ),
+        ({"repo": "plain"}, "cases[0].workspace.repo: {root}/plain is not a git repository"),
+        ({"dir": "../outside"}, "cases[0].workspace.dir: '../outside' is outside the manifest's"),
+    ],
+)
+def test_a_workspace_that_cannot_be_is_refused_before_anything_runs(
+    project: Project, workspace: dict[str, str], message: str
+) -> None:
+    make_repo(project.root / "repo", ["r1"])
+    (project.root / "plain").mkdir()
+    (project.root.parent / "outside").mkdir(exist_ok=True)
+    project.write_manifest([{"id": "c", "prompt": "answer: ok", "workspace": workspace}])
+    for done in (project.run(), project.doit()):
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert message.format(root=project.root) in lines[0]
+        assert not project.out.exists()
+    assert project.launches() == 0
+
+
+def test_a_folder_workspace_is_copied_for_each_attempt(project: Project) -> None:
+    world = project.root / "world"
+    world.mkdir()
+    (world / "version.txt").write_text("d1\n")
+    seat = project.root / "seat.py"
+    seat.write_text(SEAT)
+    project.write_roster({"one": {"cli": f"exec:{sys.executable} {seat}"}})
+    project.write_manifest(
+        [
+            {
+                "id": "d",
+                "prompt": "look",
+                "workspace": {"dir": "world"},
+                "graders": [{"type": "regex_output", "pattern": "^d1 1 -$"}],
+            }
+        ],
+        seats=("one",),
+        trials=2,
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {"d:one:1": "accepted", "d:one:2": "accepted"}
+    assert (world / "version.txt").read_text() == "d1\n"
+    digest = project.plan()["cells"][0]["workspace"]["digest"]
+    (world / "version.txt").write_text("d2\n")
+    project.run()
+    assert project.plan()["cells"][0]["workspace"]["digest"] != digest
+
+
+def _setup_runs(project: Project) -> dict[str, str]:
+    """Each built workspace's setup log, by folder."""
+    return {
+        folder.name: (folder / "setup.log").read_text()
+        for folder in (project.out / "workspaces").iterdir()
+        if (folder / "setup.log").exists()
+    }
+
+
+def test_setup_is_a_doit_task_built_once_and_rebuilt_only_when_it_changes(
+    project: Project,
+) -> None:
+    world_project(project, setup=["echo first > built.txt"])
+    manifest = project.manifest.read_text()
+    project.manifest.write_text(manifest.replace("'^b1 1 '", "'^b1 1 first$'"))
+    done = project.doit()
+    assert done.returncode == 0, done.stderr
+    assert project.launches() == 4
+    logs = _setup_runs(project)
+    assert len(logs) == 1
+    state = next((project.out / "workspaces").glob("*/workspace.json"))
+    stamp = state.stat().st_mtime_ns
+    # nothing changed: no setup and no seat runs
+    again = project.doit()
+    assert again.returncode == 0, again.stderr
+    assert project.launches() == 4
+    assert state.stat().st_mtime_ns == stamp
+    # the setup edited: only its case's setup and cells run again
+    project.manifest.write_text(
+        project.manifest.read_text()
+        .replace("echo first", "echo second")
+        .replace("'^b1 1 first$'", "'^b1 1 second$'")
+    )
+    edited = project.doit()
+    assert edited.returncode == 0, edited.stderr
+    assert project.launches() == 6
+    assert sorted(project.log.read_text().split()[4:]) == ["b:one:1", "b:two:1"]
+    assert len(_setup_runs(project)) == 2
+    listed = project.doit("list", "--all")
+    assert "setup:b" in listed.stdout and "setup:a" in listed.stdout
+
+
+def test_a_failing_setup_is_an_apparatus_fault_of_every_cell_of_its_case(
+    project: Project,
+) -> None:
+    world_project(project, setup=["echo cannot install >&2; exit 4"])
+    for done in (project.doit(), project.run()):
+        assert done.returncode == 3, done.stderr
+    assert project.launches() == 2  # case a's seats only
+    for coordinate in ("b:one:1", "b:two:1"):
+        receipt = project.receipt(coordinate)
+        assert receipt["state"] == "adapter_error"
+        assert receipt["fault"]["kind"] == "setup_failed"
+        log = receipt["failure_detail"].split("(log: ")[1].rstrip(")")
+        assert "cannot install" in (project.out / log).read_text()
+    summary = project.summary()
+    assert summary["measurement_failures"] == 2
+    # --retry-transient runs the setup again (and its cells)
+    project.manifest.write_text(project.manifest.read_text())
+    retried = project.run("--retry-transient")
+    assert retried.returncode == 3
+    failed = [p.parent for p in (project.out / "workspaces").glob("*/setup.log")]
+    assert [json.loads((f / "workspace.json").read_text())["ok"] for f in failed] == [False]
+    assert project.launches() == 2
