@@ -316,6 +316,9 @@ def test_fast_output_check_agrees_with_jsonschema(project: Any) -> None:
         "cells": {"a" * 64: {"coordinate": "c:s:1", "attempt": 1, "forgotten_at": "2026-01-01"}},
     }
     documents.append((Path("forgotten.json"), forgotten["schema"], forgotten))
+    # the battery has no case with a workspace of its own: one built workspace stands for it
+    built = {"schema": "brigade.workspace.v1", "key": "0" * 32, "ok": True, "head": "1" * 40}
+    documents.append((Path("workspace.json"), built["schema"], {**built, "detail": None}))
     # brigade compare prints its document: one of two single-trial batteries stands for it
     from test_compare import comparison_of
 
