@@ -32,7 +32,7 @@ from brigade.core.identity import canonical_json, sha256_hex, text_digest
 from brigade.core.specs import Case, Manifest, SetupSpec, WorkspaceSpec
 from brigade.errors import InputError
 from brigade.outdir import store
-from brigade.run import proc, sandbox
+from brigade.run import gitcmd, proc, sandbox
 from brigade.run.reuse import file_digest, path_digest
 
 WORKSPACES_DIR = "workspaces"
@@ -49,34 +49,15 @@ _COMMIT_ENV = {
     "GIT_COMMITTER_EMAIL": "brigade@localhost",
     "GIT_COMMITTER_DATE": "1970-01-01T00:00:00+0000",
 }
-# git run by brigade over a case's repository or a built tree: no configuration of the
-# machine or the user (hooks, fsmonitor, filters, signing) applies
-_HARDENED = (
-    "git",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "commit.gpgSign=false",
-    "-c",
-    "core.autocrlf=false",
-    "-c",
-    "protocol.allow=never",
-)
-_HARDENED_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_TERMINAL_PROMPT": "0",
-}
 
 
 def git(
     args: list[str], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 600
 ) -> tuple[int | None, str, str]:
-    """git with brigade's own configuration only, in `cwd`: (code, stdout, stderr)."""
-    variables = {**os.environ, **_HARDENED_ENV, **(env or {})}
-    return proc.capture([*_HARDENED, *args], cwd=cwd, timeout=timeout, env=variables)
+    """git over a case's repository or a built tree, configured as `run/gitcmd` says (no
+    program the repository names runs): (code, stdout, stderr)."""
+    code, out, err = gitcmd.Git(None, cwd).run(args, extra=env, timeout=timeout)
+    return code, out.decode("utf-8", "replace"), err
 
 
 # -- resolving (before the plan) ------------------------------------------------------
