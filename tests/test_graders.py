@@ -257,28 +257,28 @@ def test_regex_output_ignore_case_and_negate(tmp_path: Path) -> None:
             {"pattern": "^hello$"},
             "Hello! How can I help you today?",
             FAIL,
-            'pattern "^hello$" not found in the output, which begins '
+            "pattern /^hello$/ not found in the output, which begins "
             '"Hello! How can I help you today?"',
         ),
-        ({"pattern": "help"}, "Hi.\nHow can I help?", PASS, 'pattern "help" found at line 2'),
+        ({"pattern": "help"}, "Hi.\nHow can I help?", PASS, "pattern /help/ found at line 2"),
         (
             {"pattern": "sorry", "negate": True},
             "Sure.",
             PASS,
-            'pattern "sorry" absent, as required',
+            "pattern /sorry/ absent, as required",
         ),
         (
             {"pattern": "sorry", "negate": True},
             "Hi.\nI am so sorry, I cannot do that at all, not now, not ever, never again.",
             FAIL,
-            'pattern "sorry" found at line 2 (negate: it must not be): '
+            "pattern /sorry/ found at line 2 (negate: it must not be): "
             '"Hi.\\nI am so sorry, I cannot do that at all, not now, not eve"…',
         ),
         (
             {"pattern": "x" * 200},
             "a" * 200,
             FAIL,
-            f'pattern "{"x" * 80}"… not found in the output, which begins "{"a" * 60}"…',
+            f'pattern /{"x" * 80}/… not found in the output, which begins "{"a" * 60}"…',
         ),
     ],
     ids=["not found", "found", "absent", "found but negated", "long"],
@@ -874,3 +874,11 @@ def test_json_field_shows_values_with_secrets_replaced_before_cutting(tmp_path: 
     )
     result = grade(ctx, {"type": "json_field", "path": "said", "expected": 1})
     assert result["detail"] == f'said = "{"x" * 190}<prompt>", expected 1'
+
+
+def test_a_pattern_with_backslashes_and_quotes_is_shown_as_written(tmp_path: Path) -> None:
+    pattern = '"refused"\\s*:\\s*true\\b'
+    graded = grade(context(tmp_path, "{}"), {"type": "regex_output", "pattern": pattern})
+    assert graded["detail"].startswith('pattern /"refused"\\s*:\\s*true\\b/ not found')
+    tab = grade(context(tmp_path, "x"), {"type": "regex_output", "pattern": "a\tb"})
+    assert tab["detail"].startswith("pattern /a\\tb/ not found")

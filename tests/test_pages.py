@@ -449,7 +449,7 @@ def test_a_big_list_shows_its_first_rows_and_renders_the_others_on_demand(
     assert '<script type="application/json" id="cells-more">' in page
     assert "show the other 1 cases" in page
     profile = tmp_path / "profile"
-    rows = re.compile(r'<tr class="[a-z]+" data-text="([^"]*)">')
+    rows = re.compile(r'<tr class="[a-z]+" data-text="([^"]*)" data-seat="[^"]*">')
     shown = chromium(profile, "--dump-dom", index.as_uri())
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert f"2 of {len(plan.cells)} cells shown ({len(plan.cells)} match)" in shown.stdout

@@ -196,3 +196,47 @@ def test_pareto_front() -> None:
 )
 def test_money(value: float | None, text: str) -> None:
     assert money(value) == text
+
+
+def test_axis_labels_share_one_precision() -> None:
+    from brigade.report.costs import tick_digits, tick_text
+
+    top = 0.01
+    digits = tick_digits(top / 4)
+    labels = [tick_text(top * step / 4, digits) for step in range(5)]
+    assert labels == ["$0", "$0.0025", "$0.0050", "$0.0075", "$0.0100"]
+    assert [tick_text(v, tick_digits(0.5)) for v in (0.5, 1.0, 2.0)] == ["$0.50", "$1.00", "$2.00"]
+
+
+def test_labels_of_seats_at_one_point_are_one_label_and_near_ones_move_apart() -> None:
+    from brigade.report.costs import LABEL_HEIGHT, place_labels
+
+    placed = place_labels([(100, 50, "opus"), (100, 50, "sonnet"), (102, 52, "haiku")])
+    assert placed[0][2] == "opus, sonnet, haiku" and placed[1][2] is None
+    placed = place_labels([(100, 50, "opus"), (110, 55, "sonnet"), (400, 50, "far")])
+    (x1, y1, _), (x2, y2, _), (_, y3, _) = placed
+    assert abs(y2 - y1) >= LABEL_HEIGHT and y3 == 54
+
+
+def test_the_cell_list_has_a_cost_column_and_a_seat_filter(costly: Project, tmp_path: Path) -> None:
+    page = (costly.out / "report" / "index.html").read_text()
+    cells = page.split('<table id="cells">', 1)[1].split("</table>", 1)[0]
+    assert "<th>score</th><th>cost</th><th>graders</th>" in cells
+    row = re.search(r'<tr [^>]*data-seat="mid">.*?</tr>', cells)
+    assert row is not None and '<td class="num">$0.0200</td>' in row[0]
+    options = re.findall(r'<option value="([^"]*)">', page.split('id="seat-filter"', 1)[1])
+    assert options[:5] == ["", "cheap", "mid", "pricey", "mystery"]
+    if CHROMIUM is None:
+        return
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as manager:
+        browser = manager.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        tab = browser.new_page()
+        tab.goto((costly.out / "report" / "index.html").as_uri())
+        tab.wait_for_selector("body[data-ready='1']")
+        tab.select_option("#seat-filter", "mid")
+        tab.wait_for_selector("#count:text-matches('^4 of 16 cells shown')")
+        assert tab.locator("#cells tr[data-seat='mid']:visible").count() == 4
+        assert tab.locator("#cells tr[data-seat]:not([data-seat='mid']):visible").count() == 0
+        browser.close()

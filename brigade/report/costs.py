@@ -175,6 +175,66 @@ def _nice_top(value: float) -> float:
     return 10 * power
 
 
+def tick_digits(step: float) -> int:
+    """Decimals that show every tick of this step apart, the same for all of them."""
+    if step <= 0:
+        return 2
+    return max(2, -math.floor(math.log10(step)) + 1)
+
+
+def tick_text(value: float, digits: int) -> str:
+    """An axis label: `$0`, else the value with `digits` decimals (one precision per axis)."""
+    return "$0" if value == 0 else f"${value:.{digits}f}"
+
+
+def _label(point: Point) -> str:
+    name = point.seat if len(point.seat) <= 24 else point.seat[:23] + "…"
+    return name + ("*" if point.partial else "")
+
+
+# a label's height and the width of one of its characters, in the chart's pixels (12px text)
+LABEL_HEIGHT, CHAR_WIDTH = 14.0, 6.8
+# points nearer than this (pixels, on both axes) are at one place: their circles overlap
+SAME_PLACE = 5.0
+
+
+def place_labels(
+    points: Sequence[tuple[float, float, str]],
+) -> list[tuple[float, float, str | None]]:
+    """Where each point's label goes so that no two overlap: points at the same place share
+    one label (`a, b`; the others get none), and a label that would overlap one placed
+    before it moves down a line at a time."""
+    placed: list[tuple[float, float, float]] = []  # x, y (baseline), width
+    result: list[tuple[float, float, str | None]] = []
+    names: dict[int, list[str]] = {}  # the first point of each place -> the labels there
+    for index, (cx, cy, label) in enumerate(points):
+        first = next(
+            (
+                lead
+                for lead in names
+                if abs(points[lead][0] - cx) < SAME_PLACE and abs(points[lead][1] - cy) < SAME_PLACE
+            ),
+            index,
+        )
+        names.setdefault(first, []).append(label)
+    for index, (cx, cy, _) in enumerate(points):
+        if index not in names:
+            result.append((cx + 8, cy + 4, None))
+            continue
+        text = ", ".join(names[index])
+        lx, ly, width = cx + 8, cy + 4, len(text) * CHAR_WIDTH
+        for _ in range(40):
+            if not any(
+                lx < ox + ow and ox < lx + width and abs(ly - oy) < LABEL_HEIGHT
+                for ox, oy, ow in placed
+            ):
+                break
+            ly += LABEL_HEIGHT
+        placed.append((lx, ly, width))
+        result.append((lx, ly, text))
+    return result
+
+
 def cost_chart(summary: Mapping[str, Any]) -> str:
     """Accepted rate (with its 95% interval) against mean cost per cell, one point per seat,
     the Pareto front joined and filled; inline SVG (no network)."""
@@ -203,12 +263,13 @@ def cost_chart(summary: Mapping[str, Any]) -> str:
             f'stroke="#e3e3e3"/><text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" '
             f'text-anchor="end">{tick * 100:.0f}%</text>'
         )
+    digits = tick_digits(x_top / 4)
     for step in range(5):
         value = x_top * step / 4
         parts.append(
             f'<line x1="{x(value):.1f}" y1="{top}" x2="{x(value):.1f}" y2="{top + plot_h}" '
             f'stroke="#e3e3e3"/><text x="{x(value):.1f}" y="{top + plot_h + 16}" '
-            f'font-size="11" text-anchor="middle">{_e(money(value) if value else "$0")}</text>'
+            f'font-size="11" text-anchor="middle">{_e(tick_text(value, digits))}</text>'
         )
     parts.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" font-size="12" '
@@ -223,7 +284,8 @@ def cost_chart(summary: Mapping[str, Any]) -> str:
             f'<polyline class="front" points="{line}" fill="none" stroke="#1f6fb4" '
             'stroke-width="1.5" stroke-dasharray="4 3"/>'
         )
-    for point in points:
+    labels = place_labels([(x(p.cost), y(p.rate), _label(p)) for p in points])
+    for point, (lx, ly, shown) in zip(points, labels, strict=True):
         cx, cy = x(point.cost), y(point.rate)
         best = point.seat in front
         title = (
@@ -251,11 +313,14 @@ def cost_chart(summary: Mapping[str, Any]) -> str:
                 'stroke="#555"/>'
             )
         fill = "#1f6fb4" if best else "#fff"
-        label = point.seat if len(point.seat) <= 24 else point.seat[:23] + "…"
+        text = (
+            f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="12">{_e(shown)}</text>'
+            if shown is not None
+            else ""
+        )
         parts.append(
             f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="{fill}" stroke="#1f6fb4" '
-            f'stroke-width="1.5"/><text x="{cx + 8:.1f}" y="{cy + 4:.1f}" font-size="12">'
-            f"{_e(label)}{'*' if point.partial else ''}</text></g>"
+            f'stroke-width="1.5"/>{text}</g>'
         )
     parts.append("</svg>")
     notes = [

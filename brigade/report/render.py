@@ -17,7 +17,13 @@ from brigade.report.costs import (
     cost_columns,
     cost_table_text,
 )
-from brigade.report.model import ReportCell, failure_reasons, grader_lines, state_class
+from brigade.report.model import (
+    ReportCell,
+    cost_text,
+    failure_reasons,
+    grader_lines,
+    state_class,
+)
 from brigade.report.pages import case_anchor, case_page, cell_anchor, cell_page
 
 # a matrix entry links each trial's detail up to this many trials
@@ -110,6 +116,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 #filter{width:30em;max-width:100%;padding:.3em}
 ul.graders{margin:0;padding-left:1.1em}
 #cells{width:100%}#cells td{overflow-wrap:anywhere}
+#cells td.state,#cells td.num{overflow-wrap:normal;white-space:nowrap}
 tr.accepted td.state{color:#176117}tr.failed td.state{color:#a11}
 tr.fault td.state{color:#8a5a00}
 .trials{display:block;margin-top:.2em}.trials a.t{display:inline-block;min-width:1.3em;
@@ -126,6 +133,7 @@ SCRIPT = """
   }
   // the cells: the first rows are in the page, the others are rendered when asked for
   var box = document.getElementById("filter");
+  var seatBox = document.getElementById("seat-filter");
   var count = document.getElementById("count");
   var button = document.getElementById("more-cells");
   var extra = document.getElementById("cells-extra");
@@ -135,22 +143,25 @@ SCRIPT = """
   var limit = 0;
   function apply() {
     var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
-    function keep(text) {
-      return words.every(function (word) { return text.indexOf(word) !== -1; });
+    var seat = seatBox ? seatBox.value : "";
+    var asked = words.length || seat;
+    function keep(text, itsSeat) {
+      return (!seat || itsSeat === seat) &&
+        words.every(function (word) { return text.indexOf(word) !== -1; });
     }
     var shown = 0;
     rows.forEach(function (row) {
-      var kept = keep(row.getAttribute("data-text") || "");
+      var kept = keep(row.getAttribute("data-text") || "", row.getAttribute("data-seat"));
       row.hidden = !kept;
       if (kept) { shown += 1; }
     });
     var matching = shown;
     var parts = [];
-    var want = words.length ? Math.max(limit, STEP) : limit;
-    if (waiting && (want > 0 || words.length)) {
+    var want = asked ? Math.max(limit, STEP) : limit;
+    if (waiting && (want > 0 || asked)) {
       items = items || more("cells-more");
       items.forEach(function (item) {
-        if (keep(item[0])) {
+        if (keep(item[0], item[2])) {
           matching += 1;
           if (parts.length < want) { parts.push(item[1]); }
         }
@@ -165,6 +176,7 @@ SCRIPT = """
     button.hidden = matching <= shown;
   }
   box.addEventListener("input", function () { limit = 0; apply(); });
+  if (seatBox) { seatBox.addEventListener("change", function () { limit = 0; apply(); }); }
   button.addEventListener("click", function () { limit += STEP; apply(); });
   // the matrix: cases past the first are rendered when asked for
   var cases = document.getElementById("more-cases");
@@ -414,10 +426,10 @@ def _cell_table(cells: Sequence[ReportCell], links: Links | None = None) -> str:
     """The cell list: the first rows in the page, the others as data the script renders."""
     rows = _cell_rows(cells, links)
     rest = rows[STATIC_ROWS:]
-    static = "".join(row for _, row in rows[:STATIC_ROWS])
+    static = "".join(row for _, row, _ in rows[:STATIC_ROWS])
     return (
         '<table id="cells"><thead><tr><th>coordinate</th><th>state</th><th>attempt</th>'
-        "<th>duration</th><th>score</th><th>graders</th></tr></thead>"
+        "<th>duration</th><th>score</th><th>cost</th><th>graders</th></tr></thead>"
         f'<tbody class="static">{static}</tbody>'
         f'<tbody id="cells-extra" data-count="{len(rest)}"></tbody></table>'
         '<p><button id="more-cells" type="button" hidden>show more cells</button></p>'
@@ -425,8 +437,10 @@ def _cell_table(cells: Sequence[ReportCell], links: Links | None = None) -> str:
     )
 
 
-def _cell_rows(cells: Sequence[ReportCell], links: Links | None = None) -> list[tuple[str, str]]:
-    """(filter text, table row) of every cell."""
+def _cell_rows(
+    cells: Sequence[ReportCell], links: Links | None = None
+) -> list[tuple[str, str, str]]:
+    """(filter text, table row, seat) of every cell."""
     rows = []
     for cell in cells:
         graders = "".join(f"<li>{_e(line)}</li>" for line in grader_lines(cell))
@@ -435,14 +449,16 @@ def _cell_rows(cells: Sequence[ReportCell], links: Links | None = None) -> list[
         score = "–" if cell.score is None else f"{cell.score:.3f}"
         text = f"{cell.coordinate} {cell.label}".lower()
         row = (
-            f'<tr class="{state_class(cell.state, cell.failure_reason)}" data-text="{_e(text)}">'
+            f'<tr class="{state_class(cell.state, cell.failure_reason)}" data-text="{_e(text)}" '
+            f'data-seat="{_e(cell.seat)}">'
             f"<td>{_coordinate(cell, links)}</td>"
             f'<td class="state">{_e(cell.label)}</td>'
             f'<td class="num">{_e(cell.attempt if cell.attempt is not None else "–")}</td>'
             f'<td class="num">{_e(duration)}</td><td class="num">{_e(score)}</td>'
+            f'<td class="num">{_e(cost_text(cell.usage))}</td>'
             f'<td><ul class="graders">{graders}</ul>{detail}</td></tr>'
         )
-        rows.append((text, row))
+        rows.append((text, row, cell.seat))
     return rows
 
 
@@ -468,6 +484,7 @@ def html_page(
         else "No stale cells."
     )
     failures = summary["measurement_failures"]
+    seat_options = "".join(f'<option value="{_e(seat)}">{_e(seat)}</option>' for seat in seats)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -502,7 +519,8 @@ are (unbiased estimators over scored trials, averaged over cases for a seat). \
 <p id="stale">{_e(stale_text)}</p>
 <h2>Cells</h2>
 <p><input id="filter" type="search" placeholder="filter by coordinate or state" \
-aria-label="filter cells"> <span id="count"></span></p>
+aria-label="filter cells"> <label>seat <select id="seat-filter" aria-label="seat">\
+<option value="">any</option>{seat_options}</select></label> <span id="count"></span></p>
 {_cell_table(cells, links)}
 <script>{SCRIPT}</script>
 </body>

@@ -363,8 +363,11 @@ INDEX_SCRIPT = r"""
   $("next").addEventListener("click", function () { offset += PAGE; load(); });
   var hash = decodeURIComponent(window.location.hash.slice(1));
   if (hash.indexOf("filter=") === 0) { $("q").value = hash.slice(7); }
-  load().then(function () { document.body.setAttribute("data-ready", "1"); });
-  stats();
+  // the rows first: the statistics of a big battery take the server longer
+  load().then(function () {
+    document.body.setAttribute("data-ready", "1");
+    return stats();
+  }).then(function () { document.body.setAttribute("data-stats", "1"); });
   poll();
 })();
 """

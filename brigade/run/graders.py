@@ -209,7 +209,7 @@ def _check_regex(spec: Mapping[str, Any]) -> None:
 def _regex_output(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     pattern = _compile(spec["pattern"], _regex_flags(spec))
     match = _find(pattern, ctx.final_text, ctx)
-    shown = _excerpt(ctx.redact(spec["pattern"]), 0, PATTERN_CHARACTERS)
+    shown = _pattern_shown(ctx.redact(spec["pattern"]))
     if match is None:
         if spec["negate"]:
             return True, f"pattern {shown} absent, as required", []
@@ -327,6 +327,15 @@ def _quoted(value: Any, ctx: GradeContext, limit: int = SHOWN_CHARACTERS) -> str
     """A JSON value as a detail shows it: secrets replaced first, then escaped and cut."""
     text = json.dumps(_redacted(value, ctx.redact), ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _pattern_shown(pattern: str) -> str:
+    """A pattern as a detail shows it: between slashes as written (its backslashes are
+    its own, never escaped again), control characters escaped, cut with `…` (the pattern
+    is already redacted)."""
+    piece = pattern[:PATTERN_CHARACTERS]
+    piece = "".join(ch if ch.isprintable() else json.dumps(ch).strip('"') for ch in piece)
+    return f"/{piece}/" + ("…" if len(pattern) > PATTERN_CHARACTERS else "")
 
 
 def _excerpt(text: str, start: int, length: int) -> str:
