@@ -275,3 +275,92 @@ def test_a_failing_setup_is_an_apparatus_fault_of_every_cell_of_its_case(
     failed = [p.parent for p in (project.out / "workspaces").glob("*/setup.log")]
     assert [json.loads((f / "workspace.json").read_text())["ok"] for f in failed] == [False]
     assert project.launches() == 2
+
+
+# -- tests the agent never sees -----------------------------------------------------------
+
+from brigade.run import sandbox  # noqa: E402
+
+AVAILABLE = sandbox.probe()
+needs_bwrap = pytest.mark.skipif(not AVAILABLE.ok, reason=f"no sandbox: {AVAILABLE.detail}")
+
+# a seat that tries to read the hidden tests, then fixes calc.py
+PEEK = textwrap.dedent(
+    """\
+    import sys
+    sys.stdin.read()
+    seen = []
+    for path in sys.argv[1:]:
+        try:
+            seen.append("read" if "SECRET" in open(path).read() else "blank")
+        except OSError:
+            seen.append("unreadable")
+    with open("calc.py", "w") as handle:
+        handle.write("def add(a, b):\\n    return a + b\\n")
+    print(" ".join(seen))
+    """
+)
+HIDDEN_CHECK = (
+    "# SECRET check\nimport sys\nsys.path.insert(0, '')\nfrom calc import add\n"
+    "assert add(2, 3) == 5\n"
+)
+TEST_PATCH = textwrap.dedent(
+    """\
+    diff --git a/test_new.py b/test_new.py
+    new file mode 100644
+    --- /dev/null
+    +++ b/test_new.py
+    @@ -0,0 +1,3 @@
+    +# SECRET test
+    +from calc import add
+    +assert add(4, 5) == 9
+    """
+)
+
+
+@needs_bwrap
+def test_tests_named_by_graders_are_hidden_from_the_seat(project: Project) -> None:
+    repo = project.root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bug")
+    hidden = project.root / "hidden"
+    hidden.mkdir()
+    (hidden / "check.py").write_text(HIDDEN_CHECK)
+    (hidden / "test.patch").write_text(TEST_PATCH)
+    seat = project.root / "peek.py"
+    seat.write_text(PEEK)
+    peek = f"exec:{sys.executable} {seat} {hidden}/check.py {hidden}/test.patch"
+    project.write_roster({"agent": {"cli": peek}}, sandbox="required")
+    python = "{python}"
+    project.write_manifest(
+        [
+            {
+                "id": "fix",
+                "prompt": "fix add",
+                "workspace": {"repo": "repo"},
+                "graders": [
+                    {"type": "command", "command": [python, "{manifest_dir}/hidden/check.py"]},
+                    {
+                        "type": "command",
+                        "command": [python, "test_new.py"],
+                        "test_patch_file": "hidden/test.patch",
+                    },
+                ],
+            }
+        ],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("fix:agent:1")
+    assert receipt["state"] == "accepted", receipt
+    run = project.cell_dir("fix:agent:1") / "attempts/attempt-001/run"
+    # the seat could not read either file; the graders ran them over its changes
+    seen = (run / "final.txt").read_text().split()
+    assert len(seen) == 2 and set(seen) <= {"blank", "unreadable"}, seen
+    assert "test_new.py" not in (run / "changes.patch").read_text()
+    # the test patch never reached the case's repository
+    assert not (repo / "test_new.py").exists()

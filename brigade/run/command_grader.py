@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade.core.identity import digest
 from brigade.core.specs import DEFAULT_COMMAND_TIMEOUT_SECONDS
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
-from brigade.run import proc, reuse, sandbox, worktree
+from brigade.run import gitcmd, proc, reuse, sandbox, worktree
 from brigade.run.grading import (
     Field,
     GradeContext,
@@ -101,6 +102,10 @@ def _check(spec: Mapping[str, Any]) -> None:
     if any("\0" in part for part in parts):
         raise GraderFault("command contains a NUL byte, which no command line can carry")
     junit = junit_path(spec)
+    if spec["test_patch"] is not None and spec["test_patch_file"] is not None:
+        raise GraderFault("test_patch and test_patch_file: give one of them")
+    if spec["test_patch_file"] is not None:
+        relative_path(spec["test_patch_file"], "test_patch_file")
     if spec["timeout_is"] not in (TIMEOUT_FAILS, TIMEOUT_ERRORS):
         raise GraderFault(
             f"timeout_is {spec['timeout_is']!r} must be {TIMEOUT_FAILS!r} (the code under "
@@ -203,6 +208,76 @@ def post_run_workspace(setting: Setting, *, changes: bool = True) -> Iterator[Pl
         yield Place(tree.cwd, patch, tree.root)
     finally:
         worktree.remove(tree)
+
+
+TEST_PATCH = "test.patch"
+
+
+def unseen_paths(specs: Sequence[Mapping[str, Any]], manifest_dir: Path) -> tuple[str, ...]:
+    """The files under the manifest's folder that command graders name (a `test_patch_file`,
+    a `{manifest_dir}/...` word of the command): the seat's sandbox hides them, so the agent
+    never reads the tests it is graded by."""
+    found: dict[str, None] = {}
+    root = os.path.realpath(manifest_dir)
+    for spec in specs:
+        if spec.get("type") != "command":
+            continue
+        name = spec.get("test_patch_file")
+        if isinstance(name, str) and name:
+            found[os.path.normpath(os.path.join(root, name))] = None
+        command = spec.get("command")
+        words = [command] if isinstance(command, str) else command
+        if not isinstance(words, list):
+            continue
+        for word in words:
+            if not isinstance(word, str) or MANIFEST_DIR + "/" not in word:
+                continue
+            # every `{manifest_dir}/path` in the word (a shell line may name several)
+            for piece in word.split(MANIFEST_DIR + "/")[1:]:
+                relative = piece.split()[0].strip("'\"") if piece.split() else ""
+                path = os.path.normpath(os.path.join(root, relative))
+                if relative and path.startswith(root + os.sep):
+                    found[path] = None
+    return tuple(found)
+
+
+def test_patch_text(spec: Mapping[str, Any], manifest_dir: Path) -> bytes | None:
+    """The grader's test patch (inline, or its file under the manifest's folder), or None."""
+    if spec.get("test_patch") is not None:
+        return str(spec["test_patch"]).encode("utf-8")
+    name = spec.get("test_patch_file")
+    if name is None:
+        return None
+    path = contained_file(manifest_dir, name, "test_patch_file")
+    try:
+        return read_regular(path, "test_patch_file")
+    except OSError as exc:
+        raise GraderFault(f"test_patch_file {name!r} cannot be read: {exc}") from None
+
+
+def _apply_test_patch(
+    spec: Mapping[str, Any], ctx: GradeContext, place: Place, folder: Path
+) -> None:
+    """Apply the grader's test patch (tests the agent never saw) in the post-run worktree,
+    before the command runs; GraderFault when there is no worktree or it does not apply."""
+    text = test_patch_text(spec, ctx.manifest_dir)
+    if text is None:
+        return
+    if place.root is None:
+        raise GraderFault(
+            "test_patch needs a writable-worktree run: it is applied to a fresh worktree, "
+            "never to the workspace itself"
+        )
+    patch = folder / TEST_PATCH
+    store.atomic_write_bytes(patch, text, sync_dir=False)
+    args = ["apply", "--whitespace=nowarn", "--binary"]
+    relative = os.path.relpath(place.cwd, place.root)
+    if relative != ".":
+        args.append(f"--directory={relative}")
+    code, _, err = gitcmd.Git(None, place.root).run([*args, str(patch)], timeout=600)
+    if code != 0:
+        said = " ".join(err.split()) or f"exit status {code}"
+        raise GraderFault(f"the test patch does not apply over the seat's changes: {said}")
 
 
 def expand(text: str, values: Mapping[str, str], *, quote: bool = False) -> str:
@@ -397,6 +472,7 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
     cases: list[JUnitCase] | None = None
     try:
         with post_run_workspace(setting) as place:
+            _apply_test_patch(spec, ctx, place, folder)
             junit = _junit_file(spec, place.cwd, folder)
             before = _stat(junit)
             if place.patch is not None:
@@ -455,6 +531,7 @@ def _base_tests(
     base = folder / BASE_FOLDER
     base.mkdir()
     with post_run_workspace(setting, changes=False) as place:
+        _apply_test_patch(spec, ctx, place, base)
         junit = _junit_file(spec, place.cwd, base)
         before = _stat(junit)
         result = _run_command(spec, ctx, setting, place, base, {})
@@ -650,6 +727,12 @@ def _inputs(spec: Mapping[str, Any], ctx: GradeContext) -> Mapping[str, Any] | N
             named[text] = reuse.path_digest(Path(text), own)
             if named[text] is None:
                 return None
+    if spec.get("test_patch_file") is not None:
+        try:
+            patch = test_patch_text(spec, ctx.manifest_dir)
+        except GraderFault:
+            return None
+        named["test_patch_file"] = digest(patch) if patch is not None else None
     folder = None
     if any(MANIFEST_DIR in part for part in parts):
         folder = reuse.tree_digest(ctx.manifest_dir, own)
@@ -672,6 +755,9 @@ GRADER = GraderType(
         "score_from": Field((str,), default=None),
         "timeout_is": Field((str,), default=TIMEOUT_FAILS),
         "require_tests": Field((list, str), default=None),
+        # tests the agent never sees: a patch applied over its changes before the command
+        "test_patch": Field((str,), default=None),
+        "test_patch_file": Field((str,), default=None),
     },
     _grade,
     _check,

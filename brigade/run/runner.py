@@ -34,7 +34,7 @@ from brigade.errors import TamperedOutput
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, reuse, workspaces, worktree
-from brigade.run.command_grader import DEFAULT_COMMAND_SECONDS
+from brigade.run.command_grader import DEFAULT_COMMAND_SECONDS, unseen_paths
 from brigade.run.seat import (
     FINAL,
     RUN_DIR_VARIABLE,
@@ -197,7 +197,8 @@ def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
             detail = f"setup: {built.detail}"
             return record_run(rdir, unlaunched_run(job, rdir, ctx.out, detail, "setup_failed"))
         head = built.head
-    job = seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox)
+    hidden = unseen_paths(cell.graders, ctx.manifest_dir)
+    job = seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox, hidden=hidden)
     return record_run(rdir, execute_seat(job, workspace_of(ctx, cell), rdir, out=ctx.out))
 
 

@@ -95,13 +95,23 @@ class SeatRun:
 
 
 def seat_job(
-    cell: Cell, attempt: int, head: str | None = None, sandbox_mode: SandboxMode | None = None
+    cell: Cell,
+    attempt: int,
+    head: str | None = None,
+    sandbox_mode: SandboxMode | None = None,
+    hidden: Sequence[str] = (),
 ) -> SeatJob:
-    """The job that runs a cell's seat for one attempt (`sandbox_mode` overrides the seat's)."""
+    """The job that runs a cell's seat for one attempt (`sandbox_mode` overrides the seat's;
+    `hidden`: paths its sandbox hides besides the roster's, the tests it is graded by)."""
     seat = cell.seat
     if sandbox_mode is not None and sandbox_mode != seat.sandbox.mode:
         seat = dataclasses.replace(
             seat, sandbox=dataclasses.replace(seat.sandbox, mode=sandbox_mode)
+        )
+    if hidden:
+        box = seat.sandbox
+        seat = dataclasses.replace(
+            seat, sandbox=dataclasses.replace(box, hidden=(*box.hidden, *hidden))
         )
     return SeatJob(
         cell_id=cell.cell_id,
