@@ -14,6 +14,11 @@ such maps).
   *before* the file is read, so a change made while it was read is noticed
   the next time; ctime cannot be set back by a user, and a file replaced by
   another (a rename over it) has a new inode.
+- An entry may also hold the digest of the file's bytes (`record(..., digest=)`):
+  when the stat no longer matches (a copied or restored directory: new inodes
+  and ctimes), `recall` reads the file and, when its bytes have that digest,
+  vouches for it again under its new stat. Content decides; the stat is only
+  the fast path.
 - A sidecar that is missing, unreadable, of the wrong type or garbage is
   treated as empty and rebuilt; one that cannot be written costs one line on
   stderr and the time it would have saved, never a traceback or a wrong answer.
@@ -21,6 +26,7 @@ such maps).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -35,6 +41,11 @@ from brigade.outdir.store import atomic_write_bytes
 
 # what a Sidecar returns for a file it cannot vouch for (None may be a cached value)
 MISS: Any = object()
+
+
+def content_digest(data: bytes) -> str:
+    """The digest an entry records of a file's bytes."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def stat_key(info: os.stat_result) -> list[int]:
@@ -82,14 +93,19 @@ def _warn(path: Path, problem: str) -> None:
 class Sidecar:
     """One cache file: entries that each vouch for a file while its stat is unchanged."""
 
-    __slots__ = ("path", "key", "entries", "changed")
+    __slots__ = ("path", "key", "entries", "changed", "altered", "meta")
 
     def __init__(self, path: Path, key: str, *, load: bool = True) -> None:
         """The sidecar at `path` when it was written under `key` (`load=False`: start empty)."""
         self.path = path
         self.key = key
-        self.changed = False
+        self.changed = False  # anything to save
+        # an entry's value or digest was new (not only a new stat for the same bytes)
+        self.altered = False
         self.entries: dict[str, Any] = {}
+        # what the whole cache was written under besides its key (the receipt index: the
+        # output directory's path); saved with it
+        self.meta: dict[str, Any] = {}
         if not load:
             return
         try:
@@ -103,6 +119,8 @@ class Sidecar:
             return
         if type(doc) is dict and doc.get("key") == key and type(doc.get("entries")) is dict:
             self.entries = doc["entries"]
+            meta = doc.get("meta")
+            self.meta = meta if type(meta) is dict else {}
 
     def fresh(self, name: str, info: os.stat_result | None) -> Any:
         """The value recorded for `name` when `info` (its stat, taken before reading it)
@@ -112,7 +130,7 @@ class Sidecar:
         if (
             info is not None
             and type(entry) is list
-            and len(entry) == 5
+            and len(entry) > 4
             and entry[0] == info.st_size
             and entry[1] == info.st_mtime_ns
             and entry[2] == info.st_ctime_ns
@@ -125,14 +143,56 @@ class Sidecar:
         """`fresh` with the file's stat taken now."""
         return self.fresh(name, stat_of(path, dir_fd))
 
-    def record(self, name: str, info: os.stat_result | None, value: Any) -> None:
+    def digest(self, name: str) -> str | None:
+        """The digest of the bytes recorded with `name`'s entry (None: none recorded)."""
+        entry = self.entries.get(name)
+        if type(entry) is list and len(entry) == 6 and type(entry[5]) is str:
+            return entry[5]
+        return None
+
+    def same_content(self, name: str, info: os.stat_result | None, data: bytes) -> Any:
+        """The value recorded for `name` when `data` (its bytes, read after `info` was
+        taken) has the digest recorded with it; the entry then vouches under `info`.
+        MISS otherwise."""
+        recorded = self.digest(name)
+        if info is None or recorded is None or content_digest(data) != recorded:
+            return MISS
+        value = self.entries[name][4]
+        self.record(name, info, value, recorded)
+        return value
+
+    def recall(
+        self, name: str, path: Path | str, dir_fd: int | None = None, full: Path | str | None = None
+    ) -> Any:
+        """`fresh_file`, and when the stat misses, the file's bytes compared with the digest
+        recorded (read no-follow, a regular file only, from `full` when `path` is relative
+        to `dir_fd`): the same bytes vouch again under the new stat. MISS otherwise."""
+        info = stat_of(path, dir_fd)
+        value = self.fresh(name, info)
+        if value is not MISS or info is None or self.digest(name) is None:
+            return value
+        try:
+            data = fs.read_regular(full if full is not None else path)
+        except OSError:
+            return MISS
+        return self.same_content(name, info, data)
+
+    def record(
+        self, name: str, info: os.stat_result | None, value: Any, digest: str | None = None
+    ) -> None:
         """Vouch for `name` with `value` while its stat is `info` (taken before it was read,
-        or after this process wrote it); a missing file (None) is forgotten."""
+        or after this process wrote it), and while its bytes have `digest` when given
+        (`content_digest`); a missing file (None) is forgotten."""
         if info is None:
             self.forget(name)
             return
         entry = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, value]
-        if self.entries.get(name) != entry:
+        if digest is not None:
+            entry.append(digest)
+        old = self.entries.get(name)
+        if type(old) is not list or old[4:] != entry[4:]:
+            self.altered = True
+        if old != entry:
             self.entries[name] = entry
             self.changed = True
 
@@ -143,7 +203,7 @@ class Sidecar:
     def forget(self, name: str) -> None:
         """Stop vouching for `name`."""
         if self.entries.pop(name, None) is not None:
-            self.changed = True
+            self.changed = self.altered = True
 
     def keep_only(self, names: set[str]) -> None:
         """Forget every entry not in `names`."""
@@ -154,9 +214,10 @@ class Sidecar:
         """Write the sidecar when it changed (atomic, no fsync: it is only a cache)."""
         if not self.changed:
             return
-        data = json.dumps(
-            {"key": self.key, "entries": self.entries}, separators=(",", ":"), default=default
-        ).encode()
+        doc: dict[str, Any] = {"key": self.key, "entries": self.entries}
+        if self.meta:
+            doc["meta"] = self.meta
+        data = json.dumps(doc, separators=(",", ":"), default=default).encode()
         try:
             try:
                 atomic_write_bytes(self.path, data, durable=False)

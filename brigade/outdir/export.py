@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.core import jsontext
 from brigade.core.identity import CELL_SCHEMA, text_digest
 from brigade.core.plan import PLAN_SCHEMA, Plan, judge_env_values
@@ -165,10 +166,37 @@ def _state(out: Path, dest: Path, key: str) -> caches.Sidecar:
 def _write(
     path: Path, doc: dict[str, Any], schema_tag: str | None, *, compact: bool = False
 ) -> None:
+    data = store.dumps(doc, compact=compact)
+    try:
+        if fs.read_regular(path, len(data)) == data:
+            return  # the same bytes: left as they are (its mtime stays)
+    except OSError:
+        pass  # not there yet (or not a file brigade reads: replaced)
     if schema_tag is not None:
         schemas.check_output(store.sampled(doc) if compact else doc, schema_tag)
     # a derived file: atomic, but not worth an fsync per cell
-    store.atomic_write_bytes(path, store.dumps(doc, compact=compact), durable=False)
+    store.atomic_write_bytes(path, data, durable=False)
+
+
+# the export state's entry vouching for the output directory's plan.json (a source, not
+# a file of the export): its value is the digest of plan.json's bytes
+_PLAN_SOURCE = "source:plan.json"
+
+
+def _plan_stamp(out: Path, state: caches.Sidecar) -> str:
+    """`plan <digest of plan.json>`: from the state while plan.json's stat, or its bytes,
+    are as recorded."""
+    path = out / store.PLAN_FILE
+    recorded = state.recall(_PLAN_SOURCE, path)
+    if type(recorded) is str:
+        return f"plan {recorded}"
+    info = caches.stat_of(path)  # before plan.json is read
+    try:
+        digest = caches.content_digest(fs.read_regular(path))
+    except OSError:
+        return "plan none"
+    state.record(_PLAN_SOURCE, info, digest, digest)
+    return f"plan {digest}"
 
 
 def _summary_stamp(summary: dict[str, Any] | None) -> str:
@@ -206,9 +234,8 @@ def export(
     state = _state(out, dest, _projection_key(out, secrets))
     views = views if views is not None else current_views(out, plan)
     written: dict[str, str] = {}  # relative name -> stamp
-    plan_info = caches.stat_of(out / store.PLAN_FILE)  # before plan.json is read
-    plan_stamp = f"plan {caches.stat_key(plan_info) if plan_info is not None else None}"
-    recorded = state.fresh_file(store.SUMMARY_FILE, dest / store.SUMMARY_FILE)
+    plan_stamp = _plan_stamp(out, state)
+    recorded = state.recall(store.SUMMARY_FILE, dest / store.SUMMARY_FILE)
     if summary_unchanged and type(recorded) is str:
         summary_stamp = recorded  # exported from this very summary, untouched since
         summary = None
@@ -232,7 +259,7 @@ def export(
     verified: set[str] = set()  # unchanged since an earlier export checked them
     for name, tag, load, project, stamp in sources:
         target = dest / name
-        if state.fresh_file(name, target) == stamp:
+        if state.recall(name, target) == stamp:
             written[name] = stamp
             verified.add(name)
             continue
@@ -252,7 +279,10 @@ def export(
             name = f"{store.CELLS_DIR}/{cell_id}.json"
             stamp = view.stamp()
             exported = f"{cell_id}.json"
-            if cells_fd is not None and state.fresh_file(name, exported, cells_fd) == stamp:
+            if (
+                cells_fd is not None
+                and state.recall(name, exported, cells_fd, f"{cells_text}/{exported}") == stamp
+            ):
                 written[name] = stamp
                 verified.add(name)
                 continue
@@ -263,7 +293,6 @@ def export(
             target = Path(f"{cells_text}/{cell_id}.json")
             _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
             written[name] = stamp
-            state.forget(name)  # written again: check it again
     _mark(dest)
     written[MARKER_FILE] = "marker"
     leaks = _check_changed(dest, secrets, state, written, verified)
@@ -310,13 +339,21 @@ def _check_changed(
             info = caches.stat_of(path)  # before the check reads it
             if state.fresh(relative, info) == stamp:
                 continue
-            found = check_file(Path(path), f"{dest.name}/{relative}", secrets, roles_of(relative))
+            try:
+                data = fs.read_regular(path)
+            except OSError:
+                state.forget(relative)
+                continue
+            if state.same_content(relative, info, data) == stamp:
+                continue  # the very bytes checked before (a copied or restored export)
+            label = f"{dest.name}/{relative}"
+            found = check_data(data, label, secrets, roles_of(relative))
             leaks.extend(found)
             if found:
                 state.forget(relative)
             else:
-                state.record(relative, info, stamp)
-    state.keep_only(listed)  # files gone from the export
+                state.record(relative, info, stamp, caches.content_digest(data))
+    state.keep_only(listed | {_PLAN_SOURCE})  # files gone from the export
     return sorted(leaks, key=str)
 
 
@@ -336,9 +373,15 @@ def check_file(path: Path, label: str, secrets: Secrets, roles: Roles | None = N
     """The leaks in one exported file (JSON by path, with its roles when brigade wrote it;
     anything else as text)."""
     try:
-        text = store.read_regular(path).decode("utf-8", "replace")
+        data = store.read_regular(path)
     except OSError:
         return []
+    return check_data(data, label, secrets, roles)
+
+
+def check_data(data: bytes, label: str, secrets: Secrets, roles: Roles | None = None) -> list[Leak]:
+    """The leaks in the bytes of one exported file (see check_file)."""
+    text = data.decode("utf-8", "replace")
     try:
         doc = jsontext.parse(text, limit=None)
     except ValueError:

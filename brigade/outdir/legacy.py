@@ -98,6 +98,14 @@ def receipt_view(receipt: dict[str, Any], out: str, run_dir: str | None) -> dict
     return view
 
 
+def mentions_folder(text: str, folder: str) -> bool:
+    """Whether `text` may hold what `receipt_view` derived from an output directory at
+    `folder` (its path, or the workspace it is the default output folder of): a view
+    made there is made again elsewhere. May say so needlessly, never wrongly not."""
+    workspace = _WORKSPACE.match(folder)
+    return (workspace["workspace"] if workspace else folder) in text
+
+
 # the default output folder of the original tool (and of brigade) inside a workspace
 _WORKSPACE = re.compile(r"^(?P<workspace>/.*)/\.brigade/evals/[^/]+$")
 # what a cell is (its identity) is never rewritten: prompts and grader specs

@@ -58,7 +58,8 @@ def plan_against_disk(
     """
     plan_path = out / store.PLAN_FILE
     info = caches.stat_of(plan_path)  # before plan.json is read
-    recorded = _index(out).fresh(store.PLAN_FILE, info)
+    # (its bytes decide when the stat misses: a copied directory's plan.json is as it was)
+    recorded = _index(out).recall(store.PLAN_FILE, plan_path)
     index = recorded if type(recorded) is dict else None
     inputs = expansion_key(manifest, roster, context)
     cells, key = _expand_cached(manifest, roster, label, context, inputs, index)
@@ -142,7 +143,7 @@ def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> No
     document = plan.document()
     out.mkdir(parents=True, exist_ok=True)
     plan_path = out / store.PLAN_FILE
-    store.write_json(plan_path, document, PLAN_SCHEMA, sample=True, compact=True)
+    data = store.write_json(plan_path, document, PLAN_SCHEMA, sample=True, compact=True)
     index = caches.Sidecar(out / store.PLAN_INDEX, caches.cache_key(), load=False)
     index.record(
         store.PLAN_FILE,
@@ -153,5 +154,6 @@ def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> No
             "inputs": inputs,
             "ids": [[cell.cell_id, cell.run_key] for cell in plan.cells],
         },
+        caches.content_digest(data),
     )
     index.save()

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.core.clock import utc_now
 from brigade.core.jsonpath import format_path
 from brigade.core.plan import PLAN_SCHEMA, Plan, PlanShapeError, plan_from_document
@@ -94,9 +95,16 @@ def write_summary(out: Path, plan: Plan, views: Views | None = None) -> dict[str
     from brigade.core.summary import SUMMARY_SCHEMA
 
     summary = summarize(out, plan, views)
+    on_disk = store.read_json(out / store.SUMMARY_FILE)
+    if isinstance(on_disk, dict) and _but_generated_at(on_disk) == _but_generated_at(summary):
+        return on_disk  # the same results: summary.json stays as it is (its mtime too)
     large = len(plan.cells) > LARGE_PLAN
     store.write_json(out / store.SUMMARY_FILE, summary, SUMMARY_SCHEMA, sample=large, compact=large)
     return summary
+
+
+def _but_generated_at(summary: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in summary.items() if key != "generated_at"}
 
 
 def read_plan_document(out: Path) -> dict[str, Any]:
@@ -133,17 +141,25 @@ def _summary_sidecar(out: Path) -> caches.Sidecar:
 
 def summary_current(out: Path, plan_key: str) -> bool:
     """summary.json was written for this plan (by this code) and is untouched since."""
-    recorded = _summary_sidecar(out).fresh_file(store.SUMMARY_FILE, out / store.SUMMARY_FILE)
+    recorded = _summary_sidecar(out).recall(store.SUMMARY_FILE, out / store.SUMMARY_FILE)
     return type(recorded) is dict and recorded.get("plan") == plan_key and "headline" in recorded
 
 
 def remember_summary(out: Path, plan_key: str, summary: Mapping[str, Any]) -> None:
-    """Record which plan summary.json was just written for, and its headline."""
+    """Record which plan summary.json was just written for, and its headline (while its
+    stat, or its bytes, are those this process wrote)."""
     sidecar = caches.Sidecar(out / SUMMARY_KEY, caches.cache_key(), load=False)
+    path = out / store.SUMMARY_FILE
+    info = caches.stat_of(path)  # the file this process just wrote, before reading it
+    try:
+        digest: str | None = caches.content_digest(fs.read_regular(path))
+    except OSError:
+        digest = None
     sidecar.record(
         store.SUMMARY_FILE,
-        caches.stat_of(out / store.SUMMARY_FILE),  # the file this process just wrote
+        info,
         {"plan": plan_key, "exit_code": summary["exit_code"], "headline": headline(summary)},
+        digest,
     )
     sidecar.save()
 
@@ -179,8 +195,7 @@ def summary_kinds(summary: Mapping[str, Any]) -> dict[str, int]:
 def summary_headline(out: Path) -> tuple[str, int] | None:
     """(headline, exit code) of summary.json: from its sidecar while summary.json is
     untouched since the sidecar was written (a large summary costs a while to parse)."""
-    info = caches.stat_of(out / store.SUMMARY_FILE)  # before summary.json is read
-    recorded = _summary_sidecar(out).fresh(store.SUMMARY_FILE, info)
+    recorded = _summary_sidecar(out).recall(store.SUMMARY_FILE, out / store.SUMMARY_FILE)
     if (
         type(recorded) is dict
         and isinstance(recorded.get("headline"), str)

@@ -10,16 +10,19 @@ final.txt while their index entries vouch for them (outdir/caches).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from brigade import fs
+from brigade.core import jsontext
 from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView, view_of
 from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
-from brigade.outdir import caches, forgotten, store
+from brigade.outdir import caches, forgotten, legacy, store
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,9 @@ class Scan:
 
     @property
     def changed(self) -> bool:
-        """Whether a cell.json changed since the receipt index was written."""
-        return self.receipts.changed
+        """Whether a cell.json changed since the receipt index was written (its bytes: a
+        copied directory's new stats are no change)."""
+        return self.receipts.altered
 
     def save(self) -> None:
         """Keep the receipt and output indexes for the next run (caches; safe to lose)."""
@@ -67,6 +71,12 @@ def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
     needs_run = []
     present = store.existing_cells(out)
     index = caches.Sidecar(out / store.RECEIPT_INDEX, caches.cache_key(), load=bool(present))
+    root = os.path.abspath(out)
+    moved_from = index.meta.get("root")
+    moved_from = moved_from if type(moved_from) is str and moved_from != root else None
+    if index.meta.get("root") != root:
+        index.meta["root"] = root
+        index.changed = True
     outputs = _Outputs(out)
     recorded: dict[str, ReceiptView | None] = {}
     actions: dict[str, Action] = {}
@@ -75,7 +85,7 @@ def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
         for cell in plan.cells:
             cell_id = cell.cell_id
             if cell_id in present:
-                view = read_receipt_indexed(out, cell_id, index, cells_fd)
+                view = read_receipt_indexed(out, cell_id, index, cells_fd, moved_from)
             else:
                 view = None
             recorded[cell_id] = view
@@ -113,10 +123,19 @@ def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
 
 
 def read_receipt_indexed(
-    out: Path, cell_id: str, index: caches.Sidecar, cells_fd: int | None = None
+    out: Path,
+    cell_id: str,
+    index: caches.Sidecar,
+    cells_fd: int | None = None,
+    moved_from: str | None = None,
 ) -> ReceiptView | None:
     """The view of a cell's trusted receipt, from the receipt index while cell.json's stat
-    still matches (taken before the file is read), else from cell.json (indexed again).
+    still matches (taken before the file is read), or while its bytes do (a copied or
+    restored directory: new inodes and ctimes), else from cell.json (indexed again).
+
+    `moved_from`: the output directory's path when the index was written, when it
+    was elsewhere; a view that mentions it is made again (what brigade derives of an
+    original-tool receipt names the folder it is in, `legacy.receipt_view`).
 
     Run once per cell on every resume: kept to one stat, relative to `cells_fd`
     when given, and no needless allocation.
@@ -127,18 +146,39 @@ def read_receipt_indexed(
     else:
         info = caches.stat_of(relative, cells_fd)
     recorded = index.fresh(cell_id, info)
-    if recorded is None:  # an untrusted receipt, as recorded
+    data = None
+    if recorded is caches.MISS and info is not None and index.digest(cell_id) is not None:
+        try:
+            data = fs.read_regular(f"{out}/{store.CELLS_DIR}/{relative}", jsontext.MAX_BYTES)
+        except OSError:
+            data = None
+        else:
+            recorded = index.same_content(cell_id, info, data)
+    if recorded is None:  # an untrusted receipt, as recorded (wherever the folder is)
         return None
-    if type(recorded) is ReceiptView:  # (parsed earlier in this process)
-        return recorded
+    view: ReceiptView | None
     if recorded is not caches.MISS:
-        view = ReceiptView.from_json(recorded)
-        if view is not None:
-            index.parsed(cell_id, view)  # parsed once per process
+        if type(recorded) is ReceiptView:  # (parsed earlier in this process)
+            view = recorded
+        else:
+            view = ReceiptView.from_json(recorded)
+            if view is not None:
+                index.parsed(cell_id, view)  # parsed once per process
+        if view is not None and (
+            moved_from is None or not legacy.mentions_folder(repr(view), moved_from)
+        ):
             return view
-    doc = store.read_json(out / store.CELLS_DIR / relative)
+    if data is None:
+        try:
+            data = fs.read_regular(f"{out}/{store.CELLS_DIR}/{relative}", jsontext.MAX_BYTES)
+        except OSError:
+            data = None
+    try:
+        doc = jsontext.parse(data) if data is not None else None
+    except ValueError:
+        doc = None
     view = view_of(store.receipt_in(out, cell_id, doc))
-    index.record(cell_id, info, view)
+    index.record(cell_id, info, view, caches.content_digest(data) if data is not None else None)
     return view
 
 

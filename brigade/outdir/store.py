@@ -184,8 +184,8 @@ def write_json(
     sample: bool = False,
     compact: bool = False,
     sync_dir: bool = True,
-) -> None:
-    """Validate `doc` against its schema, then write it atomically.
+) -> bytes:
+    """Validate `doc` against its schema, then write it atomically; the bytes written.
 
     `sample`: the document's long lists (a plan's cells, a summary's values)
     hold items made by one code path, so only their first SAMPLE_ITEMS are
@@ -193,7 +193,9 @@ def write_json(
     Tests validate whole documents. `compact` skips indentation (big documents).
     """
     schemas.check_output(sampled(doc) if sample else doc, schema_tag)
-    atomic_write_bytes(path, dumps(doc, compact=compact), sync_dir=sync_dir)
+    data = dumps(doc, compact=compact)
+    atomic_write_bytes(path, data, sync_dir=sync_dir)
+    return data
 
 
 def sampled(value: Any) -> Any:

@@ -11,12 +11,12 @@ import dataclasses
 import hashlib
 import html
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brigade import fs
 from brigade.core.accounting import attempts_of, cell_usage, grader_spending
 from brigade.core.plan import Plan, prices_document
 from brigade.core.projection import (
@@ -322,16 +322,32 @@ def untouched(
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     checked = _checked(out, secrets)
     folder = out / REPORT_DIR
-    required = (str(folder / JUNIT_FILE), str(folder / HTML_FILE))
+    required = (_name(out, folder / JUNIT_FILE), _name(out, folder / HTML_FILE))
     if not all(name in checked.entries for name in required):
         return False
-    inside = str(folder) + os.sep
+    inside = f"{REPORT_DIR}/"
     # a leaking page is never recorded, and its index is forgotten with it (see _write)
-    return all(
-        checked.fresh_file(name, name) is not caches.MISS
-        for name in checked.entries
+    same = all(
+        checked.recall(name, out / name) is not caches.MISS
+        for name in list(checked.entries)
         if name in required or name.startswith(inside)
     )
+    if same:
+        checked.save()  # the new stats of the same bytes (a copied report)
+    return same
+
+
+def _name(out: Path, path: Path) -> str:
+    """A report file's name in the report state: relative to the output directory when it
+    is inside it (moving the output directory is no change), else its absolute path."""
+    if path.is_relative_to(out):
+        return path.relative_to(out).as_posix()
+    return str(path)
+
+
+def _recall(checked: caches.Sidecar, out: Path, path: Path) -> Any:
+    """What the state records of a report file, while its stat or its bytes are as then."""
+    return checked.recall(_name(out, path), path)
 
 
 def _inputs_key(
@@ -386,16 +402,12 @@ def write_report(
     inputs = _inputs_key(plan, views, summary)
     plans = page_plans(plan, views, str(summary["name"]))
     index_current = all(
-        _field(checked.fresh_file(str(path), path), "inputs") == inputs
-        for path in (junit, html_file)
+        _field(_recall(checked, out, path), "inputs") == inputs for path in (junit, html_file)
     )
     todo = [
         page
         for page in plans
-        if _field(
-            checked.fresh_file(str(files_dir / page.relative), files_dir / page.relative), "inputs"
-        )
-        != page.stamp
+        if _field(_recall(checked, out, files_dir / page.relative), "inputs") != page.stamp
     ]
     if index_current and not todo and not stale_pages(files_dir, plans):
         return ReportResult(files=(junit, html_file), leaks=())
@@ -572,10 +584,10 @@ def _write(
             )  # fmt: skip
         for path in stale_pages(files_dir, plans):
             path.unlink(missing_ok=True)
-            checked.forget(str(path))
+            checked.forget(_name(out, path))
         if found:
             # the index vouches for its pages: the next finish must check them all again
-            checked.forget(str(files_dir.parent / html_name))
+            checked.forget(_name(out, files_dir.parent / html_name))
         leaks += found
     checked.save()
     return ReportResult(files=tuple(written), leaks=tuple(leaks))
@@ -591,15 +603,25 @@ def _put(
     checked: caches.Sidecar,
     inputs: str | None,
 ) -> list[Leak]:
-    """Write one report file unless it already holds these bytes, found clean; check it."""
+    """Write one report file unless it already holds these bytes (its mtime stays), found
+    clean; check it."""
     digest = hashlib.sha256(data).hexdigest()
-    name = str(target)
+    name = _name(out, target)
     info = caches.stat_of(target)
     if _field(checked.fresh(name, info), "digest") == digest:
-        checked.record(name, info, {"digest": digest, "inputs": inputs})
+        checked.record(name, info, {"digest": digest, "inputs": inputs}, digest)
         return []
-    store.atomic_write_bytes(target, data, durable=False)
-    info = caches.stat_of(target)  # of what this process wrote, before checking it
+    try:
+        same = info is not None and fs.read_regular(target, len(data)) == data
+    except OSError:
+        same = False
+    if same and checked.digest(name) == digest:
+        # these very bytes were checked clean (a copied or restored report)
+        checked.record(name, info, {"digest": digest, "inputs": inputs}, digest)
+        return []
+    if not same:
+        store.atomic_write_bytes(target, data, durable=False)
+        info = caches.stat_of(target)  # of what this process wrote, before checking it
     if target.is_relative_to(out):
         label = target.relative_to(out).as_posix()
     elif target.parent.parent.name.endswith("_files"):  # a detail page beside a custom page
@@ -610,5 +632,5 @@ def _put(
     if found:
         checked.forget(name)
     else:
-        checked.record(name, info, {"digest": digest, "inputs": inputs})
+        checked.record(name, info, {"digest": digest, "inputs": inputs}, digest)
     return found

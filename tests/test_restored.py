@@ -1,0 +1,122 @@
+"""Output directories restored from a copy (new inodes and ctimes: `cp -a`, a tarball, a CI
+cache) or moved to another path: their content decides what runs and what is written.
+
+A copy with identical files runs nothing and rewrites nothing (every file's mtime stays);
+a receipt whose bytes changed is noticed even when its size and mtime are as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from conftest import BATTERY_STATES, Project
+
+from brigade.report.pages import case_page, cell_page, shard_width
+
+
+def mtimes(out: Path) -> dict[str, int]:
+    """Every file's mtime_ns under the output directory, but its caches and doit's DB."""
+    found = {}
+    for root, _, names in os.walk(out):
+        for name in names:
+            path = Path(root) / name
+            relative = path.relative_to(out).as_posix()
+            if not relative.startswith("."):  # (the caches: .receipt-index.json, ...)
+                found[relative] = path.stat().st_mtime_ns
+    return found
+
+
+def settled(project: Project) -> None:
+    """A second run of the finished battery: everything written that a resume writes."""
+    assert project.run().returncode == 3
+
+
+def restore_copy(project: Project) -> None:
+    """Replace the output directory by a `cp -a` copy of itself (same path, new inodes)."""
+    aside = project.root / "aside"
+    project.out.rename(aside)
+    subprocess.run(["cp", "-a", str(aside), str(project.out)], check=True)
+    shutil.rmtree(aside)
+
+
+def changed(before: dict[str, int], after: dict[str, int]) -> set[str]:
+    return {name for name, mtime in after.items() if before.get(name) != mtime}
+
+
+def test_a_copied_directory_runs_and_rewrites_nothing(finished_battery: Project) -> None:
+    settled(finished_battery)
+    launches = finished_battery.launches()
+    restore_copy(finished_battery)
+    before = mtimes(finished_battery.out)
+    assert finished_battery.run().returncode == 3
+    assert finished_battery.launches() == launches
+    assert changed(before, mtimes(finished_battery.out)) == set()
+    assert finished_battery.states() == BATTERY_STATES
+
+
+def test_a_directory_restored_from_a_tarball_rewrites_nothing(
+    finished_battery: Project,
+) -> None:
+    settled(finished_battery)
+    launches = finished_battery.launches()
+    tarball = finished_battery.root / "out.tar"
+    subprocess.run(["tar", "-cf", str(tarball), "-C", str(finished_battery.root), "out"], check=True)
+    shutil.rmtree(finished_battery.out)
+    subprocess.run(["tar", "-xf", str(tarball), "-C", str(finished_battery.root)], check=True)
+    before = mtimes(finished_battery.out)  # (as the tarball kept them)
+    assert finished_battery.run().returncode == 3
+    assert finished_battery.launches() == launches
+    assert changed(before, mtimes(finished_battery.out)) == set()
+
+
+def test_a_same_size_edit_with_its_mtime_restored_is_noticed_in_a_copy(
+    finished_battery: Project,
+) -> None:
+    settled(finished_battery)
+    restore_copy(finished_battery)
+    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    cell_id = path.parent.name
+    receipt = json.loads(path.read_text())
+    graded = receipt["graded_at"]
+    # the same length: another second of the same minute
+    edited = graded[:17] + ("1" if graded[17] != "1" else "2") + graded[18:]
+    info = path.stat()
+    path.write_bytes(path.read_bytes().replace(graded.encode(), edited.encode()))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size
+    before = mtimes(finished_battery.out)
+    assert finished_battery.run().returncode == 3
+    rewritten = changed(before, mtimes(finished_battery.out))
+    exported = f"export/cells/{cell_id}.json"
+    assert edited in (finished_battery.out / exported).read_text()
+    assert {name for name in rewritten if name.startswith("export/")} == {exported}
+    width = shard_width(len(BATTERY_STATES))
+    pages = {
+        f"report/index_files/{cell_page(cell_id, width)}",
+        f"report/index_files/{case_page('ok', width)}",
+        "report/index.html",
+        "report/junit.xml",
+    }
+    assert {name for name in rewritten if name.startswith("report/")} <= pages
+    assert rewritten - pages - {exported} <= {"summary.json"}  # (its generated_at)
+
+
+def test_a_moved_directory_resumes_with_nothing_run_or_rewritten(
+    finished_battery: Project,
+) -> None:
+    settled(finished_battery)
+    launches = finished_battery.launches()
+    moved = finished_battery.root / "elsewhere" / "out"
+    moved.parent.mkdir()
+    subprocess.run(["cp", "-a", str(finished_battery.out), str(moved)], check=True)
+    shutil.rmtree(finished_battery.out)
+    finished_battery.out = moved
+    before = mtimes(moved)
+    assert finished_battery.run().returncode == 3
+    assert finished_battery.launches() == launches
+    assert finished_battery.states() == BATTERY_STATES
+    assert changed(before, mtimes(moved)) == set()
