@@ -64,7 +64,9 @@ def test_a_directory_restored_from_a_tarball_rewrites_nothing(
     settled(finished_battery)
     launches = finished_battery.launches()
     tarball = finished_battery.root / "out.tar"
-    subprocess.run(["tar", "-cf", str(tarball), "-C", str(finished_battery.root), "out"], check=True)
+    subprocess.run(
+        ["tar", "-cf", str(tarball), "-C", str(finished_battery.root), "out"], check=True
+    )
     shutil.rmtree(finished_battery.out)
     subprocess.run(["tar", "-xf", str(tarball), "-C", str(finished_battery.root)], check=True)
     before = mtimes(finished_battery.out)  # (as the tarball kept them)
