@@ -409,3 +409,18 @@ def test_a_cell_page_shows_the_usage_of_every_attempt(project: Project) -> None:
     assert usage == ["100 input tokens, 10 output tokens, $0.0200 (reported)"] * 2
     assert "over its 2 attempts: 200 input tokens, 20 output tokens" in page
     assert "$0.0400" in page
+
+
+def test_two_directories_are_listed_and_compared(served_battery: tuple[Project, Served]) -> None:
+    project, _ = served_battery
+    served = Served(open_viewer([project.out, project.out]))
+    try:
+        status, _, body = served.under("")
+        assert status == 200 and body.count(b'<li><a href="') == 2
+        status, _, body = served.under("compare?base=0&new=1")
+        page = body.decode()
+        assert status == 200 and "brigade compare: t → t" in page
+        assert 'href="0/cell/' in page or "no detectable difference" in page
+        assert served.under("compare?base=0&new=5")[0] == 400
+    finally:
+        served.close()

@@ -7,7 +7,7 @@ own. A row changes only when its cell's receipt is read again, which the change 
 (`outdir/feed`) names; a feed that is missing, rotated or far behind, or a plan.json
 rewritten, costs one rescan (through the receipt index: a stat per cell). The summary
 (statistics, costs) is computed again at most every SUMMARY_EVERY seconds while cells
-change.
+change, and no more than a fifth of the time.
 """
 
 from __future__ import annotations
@@ -192,6 +192,7 @@ class Watched:
         self._summary: dict[str, Any] | None = None
         self._summary_version = -1
         self._summary_at = 0.0
+        self._summary_cost = 0.0
         self._query: tuple[Query, int] | None = None
         self._selected: list[Row] = []
         self.load()
@@ -327,18 +328,21 @@ class Watched:
         """The summary document (summary.json's shape) of the rows as they are now,
         computed again at most every SUMMARY_EVERY seconds."""
         with self.lock:
+            # a summary that takes long is computed again less often (a fifth of the time)
+            every = max(SUMMARY_EVERY, 5 * self._summary_cost)
             fresh = self._summary is not None and (
-                self._summary_version == self.version
-                or time.monotonic() - self._summary_at < SUMMARY_EVERY
+                self._summary_version == self.version or time.monotonic() - self._summary_at < every
             )
             if fresh:
                 assert self._summary is not None
                 return self._summary
             plan, views, version = self.plan, dict(self.views), self.version
+        start = time.monotonic()
         summary = summarize(self.out, plan, views)
         with self.lock:
             self._summary, self._summary_version = summary, version
             self._summary_at = time.monotonic()
+            self._summary_cost = self._summary_at - start
         return summary
 
     def battery(self) -> Battery:
