@@ -139,7 +139,7 @@ def test_describe_nested_grader_type() -> None:
     [
         ({"schema": "x"}, 'schema: must be "brigade.eval_manifest.v1", got "x"'),
         ({"trials": 0}, "trials: must be at least 1, got 0"),
-        ({"trials": True}, "trials: expected an integer, got a boolean"),
+        ({"trials": True}, "trials: expected an integer or a mapping, got a boolean"),
         ({"seats": []}, "seats: must not be empty"),
         ({"seats": ["a", "a"]}, "seats: contains duplicate entries"),
         (

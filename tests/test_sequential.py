@@ -134,7 +134,13 @@ def test_a_decided_rule_stops_unanimous_cases_and_then_every_case() -> None:
     assert found["faulty", "a"].reason == "open"  # a fault is no evidence of agreement
     results["close"] = {"a": ["accepted"] * 8, "b": ["failed"] * 8}
     found = {(s.case, s.seat): s for s in stops(rule, results, ["a", "b"])}
-    assert {s.reason for s in found.values()} == {"decided"}
+    # the decision stops the cases still open; those of one outcome throughout stopped at min
+    assert {case: s.reason for (case, _), s in found.items()} == {
+        "easy": "unanimous",
+        "hopeless": "unanimous",
+        "close": "decided",
+        "faulty": "decided",
+    }
     assert found["close", "a"].detail == (
         "decided: a is better than b (8:0 discordant pairs over the cases)"
     )

@@ -15,6 +15,7 @@ from brigade.core.identity import (
     run_key,
     text_digest,
 )
+from brigade.core.sequential import Rule, rule_from_document
 from brigade.core.specs import Manifest, Roster, SeatSpec, SetupSpec, WorkspaceSpec
 from brigade.core.usage import Price, price_document, price_from_document
 from brigade.errors import InputError
@@ -88,6 +89,8 @@ class Plan:
     prices: Mapping[str, Price] = field(default_factory=dict)
     # the roster's `secrets.env`: variables whose values the export and report scrub too
     secret_env: tuple[str, ...] = ()
+    # adaptive trials: case id -> its rule (the cells hold the trials the rule asked for so far)
+    rules: Mapping[str, Rule] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
         """plan.json content."""
@@ -104,7 +107,35 @@ class Plan:
             doc["prices"] = prices_document(self.prices)
         if self.secret_env:
             doc["secrets"] = {"env": list(self.secret_env)}
+        if self.rules:
+            doc["adaptive"] = rules_document(self.rules)
         return doc
+
+
+# (case id, seat) -> how many trials an adaptive case's seat has in the plan
+Counts = Mapping[tuple[str, str], int]
+
+
+def rules_of(manifest: Manifest) -> dict[str, Rule]:
+    """The adaptive cases of a manifest: case id -> its rule."""
+    return {case.id: case.rule for case in manifest.cases if case.rule is not None}
+
+
+def rules_document(rules: Mapping[str, Rule]) -> list[dict[str, Any]]:
+    """plan.json's `adaptive`: each rule once, with the cases that have it (manifest order)."""
+    grouped: dict[Rule, list[str]] = {}
+    for case_id, rule in rules.items():
+        grouped.setdefault(rule, []).append(case_id)
+    return [{"rule": rule.document(), "cases": cases} for rule, cases in grouped.items()]
+
+
+def rules_from_document(doc: Any) -> dict[str, Rule]:
+    """plan.json's `adaptive` read back (case id -> rule); {} when absent."""
+    rules: dict[str, Rule] = {}
+    for entry in doc or ():
+        rule = rule_from_document(entry["rule"])
+        rules.update((case_id, rule) for case_id in entry["cases"])
+    return rules
 
 
 def prices_document(prices: Mapping[str, Price]) -> dict[str, dict[str, float]]:
@@ -122,12 +153,14 @@ def expand(
     roster: Roster,
     roster_label: str,
     known: list[list[str]] | None = None,
+    counts: Counts | None = None,
 ) -> list[Cell]:
     """Every cell of the manifest, case-major then seat then trial.
 
     `known`: the [cell_id, run_key] of every cell in that order, from an
     earlier expansion of the very same inputs (see `expansion_key`); hashing
-    is skipped then.
+    is skipped then. `counts`: the trials of an adaptive case's seat (its
+    `min` when absent).
     """
     seats: list[SeatSpec] = []
     for index, name in enumerate(manifest.seats):
@@ -152,17 +185,16 @@ def expand(
         case_graders = graders_json[key]
         case_resolved = resolved[key]
         for seat, hasher in zip(seats, hashers, strict=True):
+            trials = _trials(case.id, seat.name, case.trials, counts)
             digests: list[tuple[int, str, str]]
             if known is not None:
                 start = len(cells) - 1
                 digests = [
                     (trial, str(known[start + trial][0]), str(known[start + trial][1]))
-                    for trial in range(1, case.trials + 1)
+                    for trial in range(1, trials + 1)
                 ]
             else:
-                digests = hasher.digests(
-                    case.id, case.prompt, case_graders, case.trials, case.world()
-                )
+                digests = hasher.digests(case.id, case.prompt, case_graders, trials, case.world())
             for trial, cell_id, trial_run_key in digests:
                 cells.append(
                     Cell(
@@ -182,7 +214,18 @@ def expand(
     return cells
 
 
-def expansion_key(manifest: Manifest, roster: Roster, context: dict[str, str] | None) -> str | None:
+def _trials(case_id: str, seat: str, default: int, counts: Counts | None) -> int:
+    if counts is None:
+        return default
+    return counts.get((case_id, seat), default)
+
+
+def expansion_key(
+    manifest: Manifest,
+    roster: Roster,
+    context: dict[str, str] | None,
+    counts: Counts | None = None,
+) -> str | None:
     """A digest of everything an expansion depends on; None when a seat is missing."""
     if any(name not in roster.seats for name in manifest.seats):
         return None
@@ -190,10 +233,12 @@ def expansion_key(manifest: Manifest, roster: Roster, context: dict[str, str] | 
     material = {
         "schema": CELL_SCHEMA,
         "manifest": manifest.content_digest,
-        "cells": len_cells(manifest),
+        "cells": len_cells(manifest, counts),
         "seats": [roster.seats[name].identity() for name in manifest.seats],
         "context": context,
     }
+    if counts:  # the trials adaptive cases have so far
+        material["counts"] = sorted([case, seat, n] for (case, seat), n in counts.items())
     if judges:  # a judge's identity is part of its grader's spec, so of the cell ids
         material["judges"] = [
             roster.seats[name].identity() if name in roster.seats else name for name in judges
@@ -269,9 +314,15 @@ def judge_env_values(graders: tuple[dict[str, Any], ...]) -> list[str]:
     return values
 
 
-def len_cells(manifest: Manifest) -> int:
-    """How many cells the manifest expands to."""
-    return sum(case.trials for case in manifest.cases) * len(manifest.seats)
+def len_cells(manifest: Manifest, counts: Counts | None = None) -> int:
+    """How many cells the manifest expands to (adaptive cases: as many as `counts` say)."""
+    if not counts:
+        return sum(case.trials for case in manifest.cases) * len(manifest.seats)
+    return sum(
+        _trials(case.id, seat, case.trials, counts)
+        for case in manifest.cases
+        for seat in manifest.seats
+    )
 
 
 def stale_cells(cells: list[Cell], previous: dict[str, Any] | None) -> list[dict[str, str]]:
@@ -304,6 +355,7 @@ def cells_key(
     context: dict[str, str] | None,
     prices: Mapping[str, Price] | None = None,
     secret_env: tuple[str, ...] = (),
+    rules: Mapping[str, Rule] | None = None,
 ) -> str:
     """A digest that changes whenever plan.json would (stale cells aside): a changed price
     changes it too, so the summary and the report made for the plan are made again."""
@@ -316,6 +368,8 @@ def cells_key(
     }
     if secret_env:  # (names only: the values are never in a key of the plan)
         document["secret_env"] = list(secret_env)
+    if rules:
+        document["adaptive"] = rules_document(rules)
     return text_digest(canonical_json(document))
 
 
@@ -328,6 +382,7 @@ def plan_key(plan: Plan) -> str:
         plan.context,
         plan.prices,
         plan.secret_env,
+        plan.rules,
     )
 
 
@@ -337,9 +392,10 @@ def build_plan(
     roster_label: str,
     previous: dict[str, Any] | None,
     context: dict[str, str] | None = None,
+    counts: Counts | None = None,
 ) -> Plan:
     """Expand the manifest and compute stale cells against the previous plan.json."""
-    cells = expand(manifest, roster, roster_label)
+    cells = expand(manifest, roster, roster_label, counts=counts)
     return Plan(
         name=manifest.name,
         manifest_digest=manifest.digest,
@@ -348,6 +404,7 @@ def build_plan(
         context=context,
         prices=roster.prices,
         secret_env=roster.secret_env,
+        rules=rules_of(manifest),
     )
 
 
@@ -471,4 +528,5 @@ def plan_from_document(doc: dict[str, Any]) -> Plan:
         context=doc.get("context"),
         prices={model: price_from_document(raw) for model, raw in doc.get("prices", {}).items()},
         secret_env=tuple((doc.get("secrets") or {}).get("env") or ()),
+        rules=rules_from_document(doc.get("adaptive")),
     )

@@ -738,7 +738,12 @@ PLAN_ROLES: Roles = {
     "context": {"*": PATH},
     "prices": NAME,  # model ids and numbers
     "secrets": NAME,  # the names of the variables whose values are secrets
+    "adaptive": NAME,  # adaptive trials: rules (numbers, seat names) and case ids
     "*": TEXT,
+}
+# summary.json's `adaptive`: rules, case and seat names, reasons; a stop's detail is text
+_ADAPTIVE_ROLES: Roles = {
+    "[]": {"stops": {"[]": {"detail": TEXT, "*": NAME}}, "*": NAME},
 }
 # summary.json holds counts, statistics and names; anything new in it is free text
 SUMMARY_ROLES: Roles = {
@@ -773,6 +778,7 @@ SUMMARY_ROLES: Roles = {
         "comparisons": {"[]": {"seats": NAME, "*": TEXT}},
         "*": TEXT,
     },
+    "adaptive": _ADAPTIVE_ROLES,
     "*": TEXT,
 }
 

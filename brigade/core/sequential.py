@@ -72,6 +72,19 @@ class Rule:
         return {"min": self.min, "max": self.max, "until": until}
 
 
+def rule_from_document(doc: Mapping[str, Any]) -> Rule:
+    """A rule as `Rule.document` (and a manifest) writes it."""
+    until = doc["until"]
+    decided = until.get("decided")
+    return Rule(
+        min=int(doc["min"]),
+        max=int(doc["max"]),
+        ci_width=float(until["ci_width"]) if "ci_width" in until else None,
+        decided=(str(decided[0]), str(decided[1])) if decided is not None else None,
+        confidence=float(until.get("confidence", CONFIDENCE)),
+    )
+
+
 # -- the confidence sequence of a rate ----------------------------------------------------------
 
 
@@ -264,6 +277,16 @@ def _decided_stops(rule: Rule, results: Results, seats: Sequence[str]) -> list[S
         stop: tuple[int, bool, Reason, str]
         if run < rule.min:
             stop = (rule.min, True, "min", f"{run} of the first {rule.min}")
+        elif _unanimous(by_seat.get(first, ()), by_seat.get(second, ())):
+            # (before `decided`: a case of one outcome throughout stopped at its min, before
+            # any decision; the decision stops the cases still open)
+            kind = next(k for k in by_seat.get(first, ()) if k in EVIDENCE)
+            stop = (
+                run,
+                False,
+                "unanimous",
+                f"{first} and {second} were {kind} in every trial: no discordant pair",
+            )
         elif pairs.decided is not None:
             better, worse = (first, second) if pairs.decided == "first" else (second, first)
             stop = (
@@ -272,14 +295,6 @@ def _decided_stops(rule: Rule, results: Results, seats: Sequence[str]) -> list[S
                 "decided",
                 f"decided: {better} is better than {worse} ({pairs.wins}:{pairs.losses} "
                 "discordant pairs over the cases)",
-            )
-        elif _unanimous(by_seat.get(first, ()), by_seat.get(second, ())):
-            kind = next(k for k in by_seat.get(first, ()) if k in EVIDENCE)
-            stop = (
-                run,
-                False,
-                "unanimous",
-                f"{first} and {second} were {kind} in every trial: no discordant pair",
             )
         elif run >= rule.max:
             stop = (run, False, "max", f"max {rule.max} reached, not decided")
@@ -294,3 +309,29 @@ def _unanimous(first: Sequence[str], second: Sequence[str]) -> bool:
     kinds = {kind for kind in (*first, *second) if kind in EVIDENCE}
     measured = all(kind in EVIDENCE for kind in (*first, *second))
     return len(kinds) == 1 and measured and bool(first) and bool(second)
+
+
+def planned(
+    rules: Mapping[str, Rule],
+    seats: Sequence[str],
+    results: Results,
+    recorded: Mapping[tuple[str, str], int] | None = None,
+) -> tuple[dict[tuple[str, str], int], list[Stop]]:
+    """How many trials each seat of each adaptive case gets now, and where each stands.
+
+    `rules`: case id -> its rule (cases sharing one rule are decided together);
+    `results`: the kinds of each case's seat's finished trials from trial 1 on, up to the first
+    that is not finished; `recorded`: the highest trial (at most the rule's `max`) that has a
+    receipt at all, which the plan keeps whatever the rule says (a finished cell is never
+    dropped, an unfinished one runs again)."""
+    groups: dict[Rule, list[str]] = {}
+    for case_id, rule in rules.items():
+        groups.setdefault(rule, []).append(case_id)
+    counts: dict[tuple[str, str], int] = {}
+    found: list[Stop] = []
+    for rule, cases in groups.items():
+        for stop in stops(rule, {case: results.get(case, {}) for case in cases}, seats):
+            kept = min((recorded or {}).get((stop.case, stop.seat), 0), rule.max)
+            counts[(stop.case, stop.seat)] = max(stop.trials, kept)
+            found.append(stop)
+    return counts, found

@@ -8,6 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from brigade.core.sequential import Rule
 from brigade.core.usage import Price
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
@@ -85,12 +86,14 @@ class Case(NamedTuple):
 
     id: str
     prompt: str
-    trials: int
+    trials: int  # an adaptive case's `min` (how many it gets before anything is known)
     graders: tuple[dict[str, Any], ...]
     prompt_file: str | None = None
     # the case's own world (None: the run's --workspace, as before)
     workspace: WorkspaceSpec | None = None
     setup: SetupSpec | None = None
+    # adaptive trials (`trials: {min, max, until}`): how many more it gets (core/sequential)
+    rule: Rule | None = None
 
     def world(self) -> dict[str, Any] | None:
         """The workspace's part of the cell identity (None: the case has no own workspace)."""

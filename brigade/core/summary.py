@@ -8,6 +8,7 @@ from typing import Any
 from brigade.core.accounting import Spending, attempts_of, grader_spending
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView
+from brigade.core.sequential import Rule, discordant, stops
 from brigade.core.specs import SeatSpec
 from brigade.core.stats import describe
 from brigade.core.taxonomy import (
@@ -19,7 +20,7 @@ from brigade.core.taxonomy import (
     measurement_kind,
     outcome_name,
 )
-from brigade.core.trials import trial_stats
+from brigade.core.trials import trial_kind, trial_stats
 
 SUMMARY_SCHEMA = "brigade.eval_summary.v1"
 PARTIAL_LABEL = (
@@ -106,6 +107,7 @@ def build_summary(
     bucket = exit_bucket(_exit_facts(receipts.get(c.cell_id)) for c in plan.cells)
     incomplete = counts["running"] + counts["missing"] > 0
     tallies = by_seat.values()
+    extra = {"adaptive": adaptive_document(plan, receipts)} if plan.rules else {}
     return {
         "schema": SUMMARY_SCHEMA,
         # the original eval_summary.v1 keys, in their original shapes
@@ -132,7 +134,40 @@ def build_summary(
         ),
         "exit_code": bucket,
         "outcome": outcome_name(bucket, incomplete),
+        **extra,
     }
+
+
+def adaptive_document(plan: Plan, receipts: Receipts) -> list[dict[str, Any]]:
+    """summary.json's `adaptive`: each rule of the plan with its cases, where each case's seat
+    stopped and why (core/sequential), and for a `decided` rule the comparison."""
+    seats = list(dict.fromkeys(cell.seat.name for cell in plan.cells))
+    results: dict[str, dict[str, list[str]]] = {}
+    cut: set[tuple[str, str]] = set()  # (the trials up to the first unfinished one count)
+    for cell in plan.cells:
+        if cell.case_id not in plan.rules:
+            continue
+        kinds = results.setdefault(cell.case_id, {}).setdefault(cell.seat.name, [])
+        kind = trial_kind(receipts.get(cell.cell_id))
+        if kind == "unfinished" or (cell.case_id, cell.seat.name) in cut:
+            cut.add((cell.case_id, cell.seat.name))
+        else:
+            kinds.append(kind)
+    groups: dict[Rule, list[str]] = {}
+    for case_id, rule in plan.rules.items():
+        groups.setdefault(rule, []).append(case_id)
+    documents = []
+    for rule, cases in groups.items():
+        found = {case: results.get(case, {}) for case in cases}
+        entry: dict[str, Any] = {
+            "rule": rule.document(),
+            "cases": cases,
+            "stops": [stop.document() for stop in stops(rule, found, seats)],
+        }
+        if rule.decided is not None:
+            entry["comparison"] = discordant(rule, found).document(rule)
+        documents.append(entry)
+    return documents
 
 
 def _exit_facts(receipt: ReceiptView | None) -> tuple[str | None, str | None]:

@@ -69,6 +69,8 @@ class RunInfo:
     fresh_db: bool = False
     # set by the reporter: counts a cell recorded outside its own task (the collect task)
     count: Callable[..., None] | None = None
+    # set by the reporter: a round of adaptive trials added this many cells to the run
+    grow: Callable[[int], None] | None = None
     exit_code: int | None = None
     # `doit` itself: the process ends right after the run (the CLI still has work to do)
     end_process: bool = False
@@ -217,6 +219,7 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
                 self.refused_at_start = True
                 raise SystemExit(EXIT_UNUSABLE) from None
             info.count = self._count
+            info.grow = self._grow
             if info.scheduler is not None:
                 info.scheduler.on_start(self._started)
             # a closed terminal (SIGHUP) stops the run like Ctrl-C or SIGTERM
@@ -343,6 +346,10 @@ def make_reporter(info: RunInfo, inner: type | None = None) -> type:
             took = float(seconds) if isinstance(seconds, (int, float)) else None
             coordinate = coordinate or receipt.get("coordinate")
             self.progress.finish(state, coordinate if isinstance(coordinate, str) else None, took)
+
+        def _grow(self, added: int) -> None:
+            """A round of adaptive trials added cells: they count toward the total."""
+            self.progress.total += added
 
         def _started(self, cell: Cell) -> None:
             """A seat run starts: what to say of its seat first (once), then it is running."""

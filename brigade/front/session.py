@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brigade.core.plan import Plan
+from brigade.core.plan import Cell, Counts, Plan
 from brigade.core.specs import (
     ExecutorSpec,
     Manifest,
@@ -28,7 +28,8 @@ from brigade.errors import InputError
 from brigade.front.options import Options, check_value
 from brigade.inputs import loading
 from brigade.outdir import lock, store
-from brigade.outdir.planfile import plan_against_disk
+from brigade.outdir.adaptive import trial_counts
+from brigade.outdir.planfile import plan_against_disk, write_plan
 from brigade.outdir.scan import Scan, scan
 from brigade.run import graders
 from brigade.run.doctor import confinement_notes, refuse_required
@@ -65,6 +66,8 @@ class Session:
     # front, as seats are, when their sandbox is required and cannot run here
     judging: dict[str, SeatSpec] = field(default_factory=dict)
     cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
+    # adaptive trials: the trials each adaptive case's seat has in the plan (None: none)
+    counts: Counts | None = None
 
 
 @contextlib.contextmanager
@@ -214,7 +217,11 @@ def plan_only(options: Options) -> tuple[Plan, Path]:
     workspace = resolve_workspace(options)
     out = (options.out or default_out(workspace, manifest.name)).absolute()
     context = _context(options, label, workspace)
-    return plan_against_disk(manifest, roster, label, out, context, compare=False).plan, out
+    counts = trial_counts(out, manifest, roster, label, retry_transient=options.retry_transient)
+    return (
+        plan_against_disk(manifest, roster, label, out, context, compare=False, counts=counts).plan,
+        out,
+    )
 
 
 def resolve_executor(options: Options, roster: Roster) -> ExecutorSpec:
@@ -261,7 +268,10 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: output path exists and is not a folder")
     store.check_layout(out)
-    on_disk = plan_against_disk(manifest, roster, label, out, _context(options, label, workspace))
+    counts = trial_counts(out, manifest, roster, label, retry_transient=options.retry_transient)
+    on_disk = plan_against_disk(
+        manifest, roster, label, out, _context(options, label, workspace), counts=counts
+    )
     plan = on_disk.plan
     scanned = scan(out, plan, retry_transient=options.retry_transient)
     ctx = RunContext(
@@ -295,6 +305,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         stale_changed=on_disk.stale_changed,
         warnings=grader_warnings(manifest, roster),
         executor=executor,
+        counts=counts,
         launching={
             cell.seat.name: cell.seat
             for cell in plan.cells
@@ -318,6 +329,37 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
             sandbox=options.sandbox,
         )
     return session
+
+
+def next_round(session: Session) -> list[Cell]:
+    """Adaptive trials, after a round of a run: the trials the rules ask for now, read from
+    the receipts on disk; when the plan grows, plan.json is written again and the session
+    holds the new plan. Returns the cells the new plan adds (none: every case stopped)."""
+    if session.counts is None:
+        return []
+    options, manifest = session.options, session.manifest
+    counts = trial_counts(
+        session.out,
+        manifest,
+        session.roster,
+        session.roster_label,
+        retry_transient=options.retry_transient,
+    )
+    if counts is None or counts == session.counts:
+        return []
+    context = _context(options, session.roster_label, session.workspace)
+    on_disk = plan_against_disk(
+        manifest, session.roster, session.roster_label, session.out, context, counts=counts
+    )
+    before = {cell.cell_id for cell in session.plan.cells}
+    added = [cell for cell in on_disk.plan.cells if cell.cell_id not in before]
+    write_plan(session.out, on_disk.plan, on_disk.key, on_disk.inputs)
+    session.plan = on_disk.plan
+    session.plan_key = on_disk.key
+    session.plan_inputs = on_disk.inputs
+    session.plan_is_current = True
+    session.counts = counts
+    return added
 
 
 def check_max_cost(value: float | None) -> None:

@@ -39,6 +39,7 @@ from brigade.front.session import (
     confinement_check,
     load_inputs,
     lock_output,
+    next_round,
     open_session,
 )
 from brigade.outdir import forgotten, lock, store
@@ -421,11 +422,17 @@ def grade_tasks(chosen: Selection, ctx: RunContext) -> Iterator[dict[str, Any]]:
         }
 
 
-def collect_task(scheduler: Scheduler, session: Session, info: RunInfo) -> dict[str, Any]:
-    """`collect`: wait for the seat runs the cell tasks handed over, recording each."""
+def collect_task(
+    scheduler: Scheduler,
+    session: Session,
+    info: RunInfo,
+    rounds: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """`collect`: wait for the seat runs the cell tasks handed over, recording each (and,
+    with adaptive trials, hand over each further round the rules ask for: `rounds`)."""
     return {
         "doc": "Wait for the seat runs the cell tasks handed over; record each as it finishes.",
-        "actions": [(guarded, [collect, scheduler, session, _progress(info)])],
+        "actions": [(guarded, [collect, scheduler, session, _progress(info), rounds])],
         # cell tasks only hand their cells over; one task waits for them all, so the
         # seats' own caps decide what runs when, not doit's threads
         "task_dep": [CELLS_GROUP],
@@ -437,10 +444,15 @@ def collect(
     scheduler: Scheduler,
     session: Session,
     count: Callable[[str | None, Mapping[str, Any] | None], None],
+    rounds: Callable[[], bool] | None = None,
 ) -> None:
-    """Drain the scheduler (then let go of the Dask cluster, when seats ran there)."""
+    """Drain the scheduler (then let go of the Dask cluster, when seats ran there); with
+    adaptive trials, once a round's runs are recorded, `rounds` hands over the next one
+    (True) until every case has stopped."""
     try:
         scheduler.drain(count)
+        while rounds is not None and rounds():
+            scheduler.drain(count)
     finally:
         if session.cluster is not None:
             session.cluster.close()
@@ -652,8 +664,45 @@ def namespace(
         "task_summary": lambda: summary_task(wiring, scheduler is not None),
     }
     if scheduler is not None:
-        generators["task_collect"] = lambda: collect_task(scheduler, session, info)
+        rounds = _rounds(session, info, wiring, hand) if hand is not None else None
+        generators["task_collect"] = lambda: collect_task(scheduler, session, info, rounds)
     return generators
+
+
+def _rounds(session: Session, info: RunInfo, wiring: Wiring, hand: Hand) -> Callable[[], bool]:
+    """The next round of adaptive trials (front/session.next_round), handed over: True when
+    it added cells to run. A run of chosen cells (rerun, task names) gets no further round;
+    a subset by case, seat or trial gets the new cells it chooses."""
+    from brigade.outdir.scan import reuse_index
+
+    sources: dict[str, str] | None = None
+
+    def more() -> bool:
+        nonlocal sources
+        choice = wiring.choice
+        if session.counts is None or choice.named or choice.by_names or session.options.rerun:
+            return False
+        added = next_round(session)
+        if session.options.cells:
+            added = filter_cells(added, session.options.cells)
+        info.plan = session.plan
+        if not added:
+            return False
+        if info.subset is not None:
+            info.subset = info.subset | {cell.cell_id for cell in added}
+        info.total += len(added)
+        if info.grow is not None:
+            info.grow(len(added))
+        if sources is None:  # seat runs of cells only their graders tell apart
+            current = {cell.cell_id for cell in session.plan.cells}
+            sources = reuse_index(session.out, current, session.options.retry_transient)
+        for cell in added:
+            info.coordinates[cell.cell_id] = cell.coordinate
+            # (inside collect's guarded action: a refusal fails it on one line)
+            bring_up_to_date(session.ctx, cell, sources.get(cell.run_key), False, hand)
+        return True
+
+    return more
 
 
 def names_of_run(session: Session, tasks: Mapping[str, Any], selected: Sequence[str]) -> Named:

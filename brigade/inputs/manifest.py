@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.core.identity import canonical_json, normalize_prompt, sha256_hex, text_digest
+from brigade.core.sequential import Rule
 from brigade.core.specs import (
     DEFAULT_MODE,
     DEFAULT_SETUP_TIMEOUT_SECONDS,
@@ -15,6 +16,7 @@ from brigade.core.specs import (
     SetupSpec,
     WorkspaceSpec,
 )
+from brigade.core.trials import CONFIDENCE
 from brigade.errors import InputError
 from brigade.inputs import schemas
 from brigade.inputs.documents import decode_utf8, read_regular_file
@@ -38,8 +40,9 @@ def manifest_from_document(
         schemas.check_input(doc, MANIFEST_SCHEMA, label)
     base = path.resolve().parent
     default_trials = doc.get("trials", 1)
-    default_graders = tuple(doc.get("graders", []))  # one tuple, shared by the cases
     problems: list[str] = []  # every problem of the document, listed together
+    default_rule = _rule(default_trials, doc, label, "trials", problems)
+    default_graders = tuple(doc.get("graders", []))  # one tuple, shared by the cases
     default_workspace = _workspace(doc.get("workspace"), base, f"{label}: workspace", problems)
     default_setup = _setup(doc.get("setup"), base, f"{label}: setup", problems)
     resolved_cases: list[dict[str, Any]] = []
@@ -80,16 +83,22 @@ def manifest_from_document(
                 f"{where}: setup needs a workspace of the case's own "
                 "(workspace: {repo: PATH, commit: SHA} or {dir: PATH})"
             )
+        if "trials" in raw:
+            trials = raw["trials"]
+            rule = _rule(trials, doc, label, f"cases[{index}].trials", problems)
+        else:
+            trials, rule = default_trials, default_rule
         cases.append(
             Case(
                 id=case_id,
                 prompt=prompt,
                 # the schema admits 2.0 as an integer; identity needs the int
-                trials=int(raw.get("trials", default_trials)),
+                trials=rule.min if rule is not None else int(trials),
                 graders=tuple(raw["graders"]) if "graders" in raw else default_graders,
                 prompt_file=raw.get("prompt_file"),
                 workspace=workspace,
                 setup=setup,
+                rule=rule,
             )
         )
     if problems:
@@ -105,6 +114,31 @@ def manifest_from_document(
         # what the cells are made of (prompt files read): keys of caches of the expansion
         content_digest=text_digest(canonical_json({**doc, "cases": resolved_cases})),
         max_cost=float(doc["max_cost"]) if doc.get("max_cost") is not None else None,
+    )
+
+
+def _rule(trials: Any, doc: Any, label: str, where: str, problems: list[str]) -> Rule | None:
+    """The adaptive rule of a `trials` object (None for a number); its problems listed."""
+    if not isinstance(trials, dict):
+        return None
+    until = trials["until"]
+    low, high = int(trials["min"]), int(trials["max"])
+    if low > high:
+        problems.append(f"{label}: {where}.min: {low} is more than max {high}")
+    decided = until.get("decided")
+    if decided is not None:
+        for position, seat in enumerate(decided):
+            if seat not in doc["seats"]:
+                problems.append(
+                    f"{label}: {where}.until.decided[{position}]: {seat!r} is not one of the "
+                    f"manifest's seats ({', '.join(doc['seats'])})"
+                )
+    return Rule(
+        min=low,
+        max=max(low, high),
+        ci_width=float(until["ci_width"]) if "ci_width" in until else None,
+        decided=(str(decided[0]), str(decided[1])) if decided is not None else None,
+        confidence=float(until.get("confidence", CONFIDENCE)),
     )
 
 

@@ -15,11 +15,13 @@ from typing import Any
 from brigade.core.plan import (
     PLAN_SCHEMA,
     Cell,
+    Counts,
     Plan,
     cells_key,
     expand,
     expansion_key,
     len_cells,
+    rules_of,
     stale_cells,
 )
 from brigade.core.specs import Manifest, Roster
@@ -51,18 +53,21 @@ def plan_against_disk(
     context: dict[str, str],
     *,
     compare: bool = True,
+    counts: Counts | None = None,
 ) -> PlanOnDisk:
     """Expand the manifest; stale cells and currency from the previous plan.json.
 
     plan.json is only parsed when its index does not vouch for it holding this plan.
+    `counts`: the trials each adaptive case's seat has so far (outdir/rounds).
     """
     plan_path = out / store.PLAN_FILE
     info = caches.stat_of(plan_path)  # before plan.json is read
     # (its bytes decide when the stat misses: a copied directory's plan.json is as it was)
     recorded = _index(out).recall(store.PLAN_FILE, plan_path)
     index = recorded if type(recorded) is dict else None
-    inputs = expansion_key(manifest, roster, context)
-    cells, key = _expand_cached(manifest, roster, label, context, inputs, index)
+    inputs = expansion_key(manifest, roster, context, counts)
+    cells, key = _expand_cached(manifest, roster, label, context, inputs, index, counts)
+    rules = rules_of(manifest)
     if (
         index is not None
         and index.get("key") == key
@@ -78,6 +83,7 @@ def plan_against_disk(
             context,
             roster.prices,
             roster.secret_env,
+            rules,
         )
         return PlanOnDisk(plan, key, current=True, resumed=True, indexed=True, inputs=inputs)
     previous = store.read_json(plan_path)
@@ -94,6 +100,7 @@ def plan_against_disk(
         context=context,
         prices=roster.prices,
         secret_env=roster.secret_env,
+        rules=rules,
     )
     current = compare and previous is not None and previous == plan.document()
     before = previous.get("stale_cells") if previous is not None else []
@@ -114,6 +121,7 @@ def _expand_cached(
     context: dict[str, str],
     inputs: str | None,
     index: dict[str, Any] | None,
+    counts: Counts | None = None,
 ) -> tuple[list[Cell], str]:
     """The cells and their key; hashing skipped when the plan index holds the cell ids of
     an expansion of these very inputs and they still add up to its recorded key."""
@@ -122,20 +130,27 @@ def _expand_cached(
         and index is not None
         and index.get("inputs") == inputs
         and isinstance(index.get("ids"), list)
-        and len(index["ids"]) == len_cells(manifest)
+        and len(index["ids"]) == len_cells(manifest, counts)
         and all(isinstance(pair, list) and len(pair) == 2 for pair in index["ids"])
     ):
-        cells = expand(manifest, roster, label, known=index["ids"])
-        key = cells_key(
-            manifest.name, manifest.digest, cells, context, roster.prices, roster.secret_env
-        )
+        cells = expand(manifest, roster, label, known=index["ids"], counts=counts)
+        key = _key(manifest, roster, cells, context)
         if key == index.get("key"):
             return cells, key
-    cells = expand(manifest, roster, label)
-    key = cells_key(
-        manifest.name, manifest.digest, cells, context, roster.prices, roster.secret_env
+    cells = expand(manifest, roster, label, counts=counts)
+    return cells, _key(manifest, roster, cells, context)
+
+
+def _key(manifest: Manifest, roster: Roster, cells: list[Cell], context: dict[str, str]) -> str:
+    return cells_key(
+        manifest.name,
+        manifest.digest,
+        cells,
+        context,
+        roster.prices,
+        roster.secret_env,
+        rules_of(manifest),
     )
-    return cells, key
 
 
 def write_plan(out: Path, plan: Plan, key: str, inputs: str | None = None) -> None:

@@ -399,6 +399,52 @@ def _comparisons(stats: Mapping[str, Any]) -> str:
     )
 
 
+def _adaptive(summary: Mapping[str, Any]) -> str:
+    """Adaptive trials: each rule, its comparison (a `decided` rule) and why each case's seat
+    stopped (summary.json's `adaptive`); nothing for a plan without adaptive cases."""
+    rules = summary.get("adaptive")
+    if not rules:
+        return ""
+    parts = ["<h2>Adaptive trials</h2>"]
+    for entry in rules:
+        rule = entry["rule"]
+        until = rule["until"]
+        asked = (
+            f"until the {until.get('confidence', 0.95):.0%} interval of the accepted rate is at "
+            f"most {until['ci_width']:g} wide"
+            if "ci_width" in until
+            else f"until {' or '.join(until['decided'])} is decided better"
+        )
+        parts.append(
+            f'<p class="note">{len(entry["cases"])} case(s): {rule["min"]} trials to start, '
+            f"then a round at a time up to {rule['max']}, {_e(asked)}.</p>"
+        )
+        comparison = entry.get("comparison")
+        if comparison is not None:
+            first, second = comparison["seats"]
+            pairs = comparison["discordant"]
+            said = (
+                f"decided: {comparison['better']} is better"
+                if comparison["decided"]
+                else "not decided"
+            )
+            parts.append(
+                f"<p>{_e(first)} vs {_e(second)}: {_e(said)} ({pairs['first_better']} trials "
+                f"only {_e(first)} passed, {pairs['second_better']} only {_e(second)}).</p>"
+            )
+        rows = "".join(
+            f"<tr><td>{_e(stop['case'])}</td><td>{_e(stop['seat'])}</td>"
+            f'<td class="num">{stop["trials"]}</td><td>{_e(stop["reason"])}</td>'
+            f"<td>{_e(stop['detail'])}</td></tr>"
+            for stop in entry["stops"]
+        )
+        parts.append(
+            '<table class="adaptive"><thead><tr><th>case</th><th>seat</th><th>trials</th>'
+            f"<th>stopped</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    return "\n".join(parts)
+
+
 def _pts_interval(interval: Sequence[float] | None) -> str:
     if interval is None:
         return "–"
@@ -513,6 +559,7 @@ are (unbiased estimators over scored trials, averaged over cases for a seat). \
 {cost_chart(summary)}
 <h2>Paired comparisons</h2>
 {_comparisons(stats)}
+{_adaptive(summary)}
 <h2>Measurement failures by reason</h2>
 {_failure_table(cells, seats)}
 <h2>Stale cells</h2>
