@@ -12,10 +12,11 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from brigade.core import jsontext
 
@@ -113,10 +114,13 @@ def temp_name(name: str) -> str:
     return f".{name}.{secrets.token_hex(4)}.tmp"
 
 
-def write_at(folder: int, name: str, data: bytes, *, durable: bool = True) -> None:
-    """Write `name` in the open folder atomically: a new temp file there (never a followed
-    link), fsynced when `durable`, renamed over `name` (a link there is replaced, not
-    followed). The temp file never survives a failure."""
+def write_at(
+    folder: int, name: str, data: bytes | BinaryIO, *, durable: bool = True
+) -> None:
+    """Write `name` in the open folder atomically (`data`: bytes, or a file read to its
+    end): a new temp file there (never a followed link), fsynced when `durable`, renamed
+    over `name` (a link there is replaced, not followed). The temp file never survives a
+    failure."""
     while True:
         tmp = temp_name(name)
         try:
@@ -126,7 +130,10 @@ def write_at(folder: int, name: str, data: bytes, *, durable: bool = True) -> No
             continue
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                shutil.copyfileobj(data, handle)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -139,15 +146,20 @@ def write_at(folder: int, name: str, data: bytes, *, durable: bool = True) -> No
         raise
 
 
-def atomic_write(path: Path, data: bytes, *, durable: bool = True, sync_dir: bool = True) -> None:
-    """Write `path` atomically through its folder, opened without following a link (the
-    folder is made when missing): `write_at`, then the folder fsynced when `durable`
-    and `sync_dir`."""
+def atomic_write(
+    path: Path, data: bytes | BinaryIO, *, durable: bool = True, sync_dir: bool = True
+) -> None:
+    """Write `path` atomically through its folder (made when missing): `write_at`, then
+    the folder fsynced when `durable` and `sync_dir`.
+
+    The folder is taken as given (an output directory may well be a link the user
+    made); under a folder a process could have changed, open it with `folder_in` and
+    use `write_at`, or clear what it planted first (`run/seat.clear_planted`)."""
     try:
-        folder = open_folder(path.parent)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        folder = open_folder(path.parent)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
             write_at(folder, path.name, data, durable=durable)
@@ -160,3 +172,32 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True, sync_dir: boo
                 pass
     finally:
         os.close(folder)
+
+
+def remove(path: Path | str) -> bool:
+    """Remove whatever is at `path` without following it (a link goes, never its target; a
+    folder goes with all in it, links inside unfollowed). True when something was there."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    else:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return True
+
+
+def fresh_file(path: Path | str) -> int:
+    """A write descriptor of a new, empty regular file at `path`, whatever was there (a
+    file, a link, a folder, a FIFO) removed first, never followed or written through."""
+    for _ in range(3):
+        remove(path)
+        try:
+            return os.open(path, _CREATE, 0o666)
+        except FileExistsError:  # made again between the removal and the creation
+            continue
+    return os.open(path, _CREATE, 0o666)

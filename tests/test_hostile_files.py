@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Project
+from conftest import Project, git_workspace
 
 from brigade.run import sandbox
 
@@ -65,3 +65,125 @@ def test_a_usage_file_nested_100000_deep_is_ignored_with_a_note(
     run = json.loads((Path(receipt["run_dir"]) / "run.json").read_text())
     assert run["usage"] is None
     assert run["notes"] == ["usage ignored: usage.json: nested deeper than 200 levels"]
+
+
+# --- item 1: links in the run folder never redirect brigade's writes ---------------------
+
+PLANTING = """\
+run_dir = os.environ["BRIGADE_RUN_DIR"]
+# its own folder, and the folder beside it where brigade keeps the run's files (reachable
+# only without the sandbox)
+for folder in (run_dir, os.path.join(run_dir, "..", "run")):
+    for name, target in (
+        ("changes.patch", os.environ["VICTIM"]),
+        ("final.txt", os.environ["VICTIM"]),
+        ("run.json", os.environ["VICTIM"]),
+        ("changes", os.environ["CHECKOUT_GIT"]),
+    ):
+        try:
+            os.symlink(target, os.path.join(folder, name))
+        except OSError:
+            pass
+# changed files whose copies would land in the checkout's .git through `changes`
+with open("description", "w") as handle:
+    handle.write("chosen by the seat\\n")
+with open("config", "w") as handle:
+    handle.write("[filter \\"x\\"]\\n\\tclean = sh -c 'id > /tmp/pwned; cat'\\n")
+print("done")
+"""
+
+
+def victims(project: Project) -> dict[str, bytes]:
+    """The files an attack aims at: the user's note and the checkout's git folder."""
+    found = {"victim.txt": (project.root / "victim.txt").read_bytes()}
+    for path in sorted((project.workspace / ".git").rglob("*")):
+        relative = path.relative_to(project.workspace).as_posix()
+        # git's own bookkeeping of brigade's worktrees and the index come and go
+        if path.is_file() and not relative.startswith((".git/worktrees", ".git/index")):
+            if not relative.startswith(".git/logs"):
+                found[relative] = path.read_bytes()
+    return found
+
+
+def writable(project: Project, text: str, mode: str) -> None:
+    git_workspace(project)
+    (project.root / "victim.txt").write_bytes(b"the user's own notes\n")
+    project.write_roster({"agent": seat_script(project, "plant.py", text, mode)})
+    project.write_manifest(
+        [{"id": "a", "prompt": "p"}],
+        execution={"mode": "writable-worktree"},
+        graders=[{"type": "regex_output", "pattern": "done"}],
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_links_a_seat_plants_redirect_none_of_brigades_writes(
+    project: Project, mode: str
+) -> None:
+    writable(project, PLANTING, mode)
+    before = victims(project)
+    env = {"VICTIM": str(project.root / "victim.txt")}
+    env["CHECKOUT_GIT"] = str(project.workspace / ".git")
+    done = project.run(**env)
+    assert "Traceback" not in done.stderr
+    assert victims(project) == before
+    assert not Path("/tmp/pwned").exists()
+    receipt = project.receipt("a:agent:1")
+    run_dir = Path(receipt["run_dir"])
+    for name in ("final.txt", "run.json", "changes.patch"):
+        assert not (run_dir / name).is_symlink()
+    assert (run_dir / "changes" / "description").read_text() == "chosen by the seat\n"
+    assert not (run_dir / "changes").is_symlink()
+    assert project.summary()["schema"] == "brigade.eval_summary.v1"
+    if mode == "required":
+        # the sandbox shows the seat no folder of brigade's: its links were in its own
+        assert done.returncode == 0, done.stderr
+        assert receipt["state"] == "accepted"
+        assert (run_dir.parent / "seat" / "final.txt").is_symlink()
+    else:
+        # without it the seat reached brigade's run folder: removed, the seat's failure
+        assert done.returncode == 1, done.stderr
+        assert receipt["state"] == "execution_error"
+        assert "tampered with brigade's record" in receipt["failure_detail"]
+        assert "run/final.txt" in receipt["failure_detail"]
+
+
+# --- item 2: a folder where brigade writes a run file -----------------------------------
+
+FOLDERS = """\
+run_dir = os.environ["BRIGADE_RUN_DIR"]
+for folder in (run_dir, os.path.join(run_dir, "..", "run")):
+    for name in ("final.txt", "worker-results.json", "run.json", "transcript.json"):
+        try:
+            os.makedirs(os.path.join(folder, name, "inside"))
+        except OSError:
+            pass
+os.makedirs(os.environ["BRIGADE_USAGE_FILE"], exist_ok=True)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_folders_where_brigade_writes_run_files_end_in_a_verdict(
+    project: Project, mode: str
+) -> None:
+    project.write_roster({"agent": seat_script(project, "folders.py", FOLDERS, mode)})
+    project.write_manifest(
+        [{"id": "a", "prompt": "p"}], graders=[{"type": "regex_output", "pattern": "done"}]
+    )
+    code = 0 if mode == "required" else 1
+    finished(project, code)
+    receipt = project.receipt("a:agent:1")
+    run_dir = Path(receipt["run_dir"])
+    assert (run_dir / "final.txt").read_text() == "done\n"
+    assert json.loads((run_dir / "run.json").read_text())["schema"] == "brigade.run.v1"
+    if mode == "required":
+        assert receipt["state"] == "accepted"
+    else:
+        assert receipt["state"] == "execution_error"
+        for name in ("final.txt", "worker-results.json", "run.json"):
+            assert f"run/{name}" in receipt["failure_detail"]
+    # the next run finds the cell decided: nothing runs again, the same exit code
+    again = project.run()
+    assert again.returncode == code, again.stderr
+    assert project.receipt("a:agent:1")["attempt"] == 1

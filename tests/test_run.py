@@ -183,7 +183,8 @@ def test_seat_environment(project: Project) -> None:
     assert answers["BRIGADE_CELL_ID"] == cell["cell_id"] + "\n"
     assert answers["BRIGADE_COORDINATE"] == "brigade_coordinate:agent:1\n"
     run_dir = project.receipt("brigade_run_dir:agent:1")["run_dir"]
-    assert answers["BRIGADE_RUN_DIR"] == run_dir + "\n"
+    # the seat's own folder, beside brigade's run folder (which it cannot write)
+    assert answers["BRIGADE_RUN_DIR"] == str(Path(run_dir).parent / "seat") + "\n"
     assert answers["BRIGADE_MODEL"] == "m-1\n"
     assert answers["BRIGADE_REASONING"] == "high\n"
     assert answers["BRIGADE_EXECUTION_MODE"] == "read-only\n"

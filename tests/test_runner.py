@@ -153,7 +153,8 @@ def test_a_run_recorded_elsewhere_is_graded_here(finished_battery: Project) -> N
     attempt = store.new_attempt(finished_battery.out, cell.cell_id, 1)
     rdir = store.run_dir(finished_battery.out, cell.cell_id, attempt)
     job = seat.seat_job(cell, attempt)
-    run_doc = seat.record_run(rdir, seat.execute_seat(job, finished_battery.workspace, rdir))
+    sdir = store.seat_dir(finished_battery.out, cell.cell_id, attempt)
+    run_doc = seat.record_run(rdir, seat.execute_seat(job, finished_battery.workspace, rdir, sdir))
     receipt = runner.record_seat_run(
         session.ctx, cell, attempt, "2026-01-01T00:00:00.000Z", run_doc
     )

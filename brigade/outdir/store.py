@@ -37,6 +37,9 @@ RECEIPT_FILE = "cell.json"
 CELLS_DIR = "cells"
 ATTEMPTS_DIR = "attempts"
 RUN_DIR = "run"
+# the seat's own folder of an attempt (its BRIGADE_RUN_DIR, writable in its sandbox); brigade
+# keeps nothing there: its files of the attempt are in run/, which no seat can write
+SEAT_DIR = "seat"
 DEP_FILE = ".doit.db"
 LOCK_FILE = ".brigade.lock"
 EXPORT_DIR = "export"
@@ -121,8 +124,13 @@ def attempt_dir(out: Path, cell_id: str, number: int) -> Path:
 
 
 def run_dir(out: Path, cell_id: str, number: int) -> Path:
-    """`.../attempt-NNN/run`: where the seat's files go."""
+    """`.../attempt-NNN/run`: brigade's files of the seat run (answer, logs, run.json)."""
     return attempt_dir(out, cell_id, number) / RUN_DIR
+
+
+def seat_dir(out: Path, cell_id: str, number: int) -> Path:
+    """`.../attempt-NNN/seat`: the seat's own folder (`BRIGADE_RUN_DIR`)."""
+    return attempt_dir(out, cell_id, number) / SEAT_DIR
 
 
 def atomic_write_bytes(
@@ -330,7 +338,7 @@ def attempt_numbers(cell_path: Path) -> list[int]:
 
 
 def new_attempt(out: Path, cell_id: str, recorded_attempt: int | None) -> int:
-    """Create the next attempt folder (with its run/) and return its number.
+    """Create the next attempt folder (with its run/ and seat/) and return its number.
 
     Next = max(attempt folders, recorded attempt) + 1; creation is exclusive,
     so a number is never reused even if two processes race.
@@ -349,6 +357,7 @@ def new_attempt(out: Path, cell_id: str, recorded_attempt: int | None) -> int:
             number += 1
             continue
         (target / RUN_DIR).mkdir()
+        (target / SEAT_DIR).mkdir()
         return number
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from brigade import fs
 from brigade.adapters import adapter_for
 from brigade.core.plan import Cell
 from brigade.core.specs import SandboxMode, SeatSpec
@@ -302,9 +303,11 @@ def _unpack(files: Mapping[str, bytes], rdir: Path) -> None:
         relative = PurePosixPath(name)
         if relative.is_absolute() or ".." in relative.parts or not relative.parts:
             continue
-        target = rdir.joinpath(*relative.parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        folder = fs.folder_in(rdir, relative.parts[:-1])  # no link followed on the way
+        try:
+            fs.write_at(folder, relative.parts[-1], data, durable=False)
+        finally:
+            os.close(folder)
 
 
 # -- worker ---------------------------------------------------------------------
@@ -323,14 +326,16 @@ def run_on_worker(job: SeatJob, coordinator_workspace: str) -> RemoteRun:
         )
         return RemoteRun(run=None, files={}, worker=worker.address, lost=lost)
     with tempfile.TemporaryDirectory(prefix="brigade-seat-") as scratch:
-        rdir = Path(scratch)  # the seat's BRIGADE_RUN_DIR here; its files go back
+        # brigade's files of the run here go back; the seat's own folder stays
+        rdir, sdir = Path(scratch) / "run", Path(scratch) / "seat"
+        rdir.mkdir()
         workspace, problem = worker_workspace(coordinator_workspace)
         if workspace is None:
             detail = f"dask worker {worker.address}: {problem}"
             run = unlaunched_run(job, rdir, Path(coordinator_workspace), detail, "launch_failed")
         else:
             job = localise(job, Path(coordinator_workspace), workspace)
-            run = execute_seat(job, workspace, rdir, should_stop=_cancelled(worker, key))
+            run = execute_seat(job, workspace, rdir, sdir, should_stop=_cancelled(worker, key))
         return RemoteRun(run=run, files=_pack(rdir), worker=worker.address)
 
 
@@ -395,7 +400,7 @@ def localise(job: SeatJob, coordinator_workspace: Path, workspace: Path) -> Seat
 
 
 def _pack(rdir: Path) -> dict[str, bytes]:
-    """Every regular file the run left in its scratch run folder (logs, changes/, the seat's)."""
+    """Every regular file brigade left in its scratch run folder (logs, changes/, records)."""
     files: dict[str, bytes] = {}
     for path in sorted(rdir.rglob("*")):
         if path.is_file() and not path.is_symlink():

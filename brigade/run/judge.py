@@ -38,6 +38,7 @@ from brigade.run.grading import (
 from brigade.run.seat import (
     FINAL,
     RUN_RECORD,
+    SEAT_DIR,
     STDERR,
     STDOUT,
     SeatJob,
@@ -198,7 +199,12 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
     )
     # the judge reads a hostile answer: the output directory (other cells' answers, the
     # results) is hidden from it as from any seat, but for its own folder
-    run_doc = record_run(folder, execute_seat(job, setting.workspace, folder, out=setting.out))
+    # brigade's files of the judge's run are in its grader folder, which the judge cannot
+    # write; its own folder (BRIGADE_RUN_DIR) is seat/ in there
+    seat_dir = folder / SEAT_DIR
+    run_doc = record_run(
+        folder, execute_seat(job, setting.workspace, folder, seat_dir, out=setting.out)
+    )
     files = {"stdout": STDOUT, "stderr": STDERR, "answer": FINAL, "run": RUN_RECORD}
     logs = {
         key: os.path.relpath(folder / name, setting.out)

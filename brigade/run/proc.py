@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, NamedTuple, NoReturn
 
+from brigade import fs
 from brigade.core.clock import utc_now
 from brigade.core.taxonomy import FaultKind
 from brigade.outdir import store
@@ -136,9 +137,11 @@ def run(
     start = time.monotonic()
     executable = resolve_executable(argv[0], cwd, env) if argv else None
     name = argv[0] if argv else "(empty command)"
+    # a log is a new file: whatever a process put at its name before is removed, never
+    # followed or written through
     with (
-        open(stdout_path, "wb") as out,
-        open(stderr_path, "wb") as err,
+        os.fdopen(fs.fresh_file(stdout_path), "wb") as out,
+        os.fdopen(fs.fresh_file(stderr_path), "wb") as err,
         _stdin_source(stdin_text) as stdin,
         _status_file(confine) as status,
     ):
@@ -678,7 +681,11 @@ def capture_bytes(
     """
     try:
         with contextlib.ExitStack() as scope:
-            sink = scope.enter_context(open(stdout_path, "wb")) if stdout_path else subprocess.PIPE
+            sink = (
+                scope.enter_context(os.fdopen(fs.fresh_file(stdout_path), "wb"))
+                if stdout_path
+                else subprocess.PIPE
+            )
             with _live_lock:  # registered as it starts (see run)
                 helper = subprocess.Popen(
                     list(argv),

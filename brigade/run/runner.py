@@ -199,7 +199,8 @@ def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
         head = built.head
     hidden = unseen_paths(cell.graders, ctx.manifest_dir)
     job = seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox, hidden=hidden)
-    return record_run(rdir, execute_seat(job, workspace_of(ctx, cell), rdir, out=ctx.out))
+    sdir = store.seat_dir(ctx.out, cell.cell_id, attempt)
+    return record_run(rdir, execute_seat(job, workspace_of(ctx, cell), rdir, sdir, out=ctx.out))
 
 
 def workspace_of(ctx: RunContext, cell: Cell) -> Path:
@@ -256,6 +257,8 @@ OWN_FAILURES = {
     "turn_limit": "the seat hit its turn limit",
     "budget_limit": "the seat hit its budget limit",
     "agent_error": "the agent reported an error",
+    # a seat (unsandboxed) that put files where brigade writes the run's own
+    "tampered": "the seat tampered with brigade's record",
 }
 # failure kinds older run.json documents recorded, as fault kinds
 _OLDER_KINDS = {

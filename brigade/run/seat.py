@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.adapters import adapter_for
 from brigade.adapters.base import Adapter, Reading, SeatRequest
 from brigade.adapters.versions import incompatible_detail
@@ -37,6 +39,11 @@ WORKER_RESULTS = "worker-results.json"
 STDOUT = "stdout.log"
 STDERR = "stderr.log"
 TRANSCRIPT = "transcript.json"
+# a seat's own folder (its BRIGADE_RUN_DIR) beside brigade's run folder, or in a judge's
+SEAT_DIR = store.SEAT_DIR
+# what brigade writes in a run folder once the seat has ended: nothing but a regular file of
+# its own may be there then (a judge's folder keeps its last grading's), never `changes`
+RUN_FILES = (FINAL, RUN_RECORD, WORKER_RESULTS, TRANSCRIPT, worktree.PATCH)
 # set for every seat process (and so for all it starts): its attempt's run folder
 RUN_DIR_VARIABLE = "BRIGADE_RUN_DIR"
 
@@ -128,19 +135,29 @@ def execute_seat(
     job: SeatJob,
     workspace: Path,
     rdir: Path,
+    sdir: Path,
     *,
     should_stop: Callable[[], bool] | None = None,
     out: Path | None = None,
 ) -> SeatRun:
-    """Run a seat in `workspace`: logs (and a writable run's changes) go to `rdir`.
+    """Run a seat in `workspace`: logs (and a writable run's changes) go to `rdir`, the
+    seat's own files (its BRIGADE_RUN_DIR, the usage file) to `sdir`.
 
     Shared by both executors: the local one passes the attempt's run folder
     (and the output directory, hidden from the seat), a Dask worker a scratch
     folder whose files it sends back. Writes no record. The seat runs in the
-    filesystem sandbox when its mode wants it and the sandbox works here.
+    filesystem sandbox when its mode wants it and the sandbox works here: `sdir`
+    writable, `rdir` hidden, so what brigade writes after the seat ended is out of
+    its reach. Without the sandbox a seat can still reach `rdir`: what it planted
+    there is removed before brigade writes, and makes the run the seat's failure
+    (`tampered`).
     """
     tree: worktree.Worktree | None = None
     try:
+        try:
+            os.close(fs.folder_in(sdir.parent, [sdir.name]))
+        except OSError as exc:
+            return unlaunched_run(job, rdir, workspace, f"seat folder: {exc}", "launch_failed")
         if job.writable:
             try:
                 tree = worktree.create(worktree_repo(workspace, job.head))
@@ -151,7 +168,7 @@ def execute_seat(
             seat=job.seat,
             prompt=job.prompt,
             cwd=cwd,
-            run_dir=rdir,
+            run_dir=sdir,
             writable=job.writable,
             cell_id=job.cell_id,
             coordinate=job.coordinate,
@@ -185,7 +202,7 @@ def execute_seat(
                     view = sandbox.seat_view(
                         job.seat,
                         cwd=cwd,
-                        run_dir=rdir,
+                        run_dir=sdir,
                         env=env,
                         state_paths=adapter.state_paths,
                         out=out,
@@ -210,18 +227,20 @@ def execute_seat(
                 should_stop=should_stop,
                 driver=invocation.driver,
                 # every process the seat starts carries its run folder: all end with the seat
-                tag=(RUN_DIR_VARIABLE, str(rdir)),
+                tag=(RUN_DIR_VARIABLE, str(sdir)),
                 confine=confine,
             )
+            # the seat and all it started have ended: nothing writes in rdir but brigade now
+            planted = clear_planted(rdir)
             stdout = read_text(rdir / STDOUT)
             stderr = read_text(rdir / STDERR)
             if result.launched and not result.timed_out:
                 # files the adapter asked for (an exec program's usage file), when written
                 # (bounded: what the seat wrote is read as far as a JSON reader would)
                 files = {
-                    name: read_text(rdir / name, jsontext.MAX_BYTES)
+                    name: read_text(sdir / name, jsontext.MAX_BYTES)
                     for name in invocation.output_files
-                    if (rdir / name).is_file()
+                    if (sdir / name).is_file()
                 }
                 reading = adapter.read(
                     exit_code=result.exit_code, stdout=stdout, stderr=stderr, files=files
@@ -261,6 +280,8 @@ def execute_seat(
                 notes=reading.notes,
                 home=isolated.record() if isolated is not None else None,
             )
+            if planted:
+                _tampered(run_doc, planted)
             if tree is not None:
                 try:
                     with worktree.inspect(tree) as seen:
@@ -300,6 +321,45 @@ def execute_seat(
     finally:
         if tree is not None:
             worktree.remove(tree)
+
+
+def clear_planted(rdir: Path) -> list[str]:
+    """Remove what a process put where brigade writes the files of a run (see RUN_FILES):
+    a folder, a link, a FIFO at one of their names, anything at `changes`; a run folder
+    that is no longer a folder is made again. Returns what it found (names in `rdir`)."""
+    found: list[str] = []
+    if os.path.islink(rdir) or not os.path.isdir(rdir):
+        fs.remove(rdir)
+        rdir.mkdir()
+        found.append(".")
+    for name in RUN_FILES:
+        try:
+            regular = stat.S_ISREG(os.lstat(rdir / name).st_mode)
+        except FileNotFoundError:
+            continue
+        if not regular:
+            fs.remove(rdir / name)
+            found.append(name)
+    if fs.remove(rdir / worktree.CHANGES_DIR):
+        found.append(worktree.CHANGES_DIR)
+    return found
+
+
+def _tampered(run_doc: dict[str, Any], planted: Sequence[str]) -> None:
+    """Make a run whose seat planted files where brigade writes its own the seat's failure:
+    what it did, one line."""
+    names = ", ".join(f"run/{name}" if name != "." else "run/ itself" for name in planted)
+    detail = (
+        f"the seat wrote where brigade keeps the run's own files ({names}): removed, "
+        "nothing followed; the run is not graded"
+    )
+    run_doc.update(
+        status="failed",
+        failure_kind="tampered",
+        failure_detail=detail,
+        fault=None,
+        own_failure={"kind": "tampered", "message": detail},
+    )
 
 
 # what cures a base commit missing here, for a seat run (an adapter_error, worktree_failed)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import gitcmd
@@ -257,7 +258,12 @@ class Inspection:
             self.worktree.repo.head,
             "--",
         ]
-        self._run(diff, stdout_path=target)
+        # to a private file first: `target`'s folder may hold whatever a seat left there,
+        # so it is written by fs (no link followed) once git is done
+        diff_file = self.scratch / "changes.patch"
+        self._run(diff, stdout_path=diff_file)
+        with open(diff_file, "rb") as handle:
+            fs.atomic_write(target, handle, sync_dir=False)
 
 
 @contextlib.contextmanager
@@ -299,22 +305,31 @@ def apply_patch(worktree: Worktree, patch: Path) -> None:
 
 
 def snapshot(worktree: Worktree, changed: list[str], run_dir: Path) -> list[str]:
-    """Copy changed files into run/changes/ so graders can re-read them later; returns skipped."""
+    """Copy changed files into run/changes/ so graders can re-read them later; returns skipped.
+
+    Only regular files are read (never through a link, `fs.read_regular`), and every
+    folder on the way to a copy is made under `run_dir` without following a link
+    (`fs.folder_in`): what the seat planted can neither be read nor written through.
+    """
     skipped = []
     budget = MAX_SNAPSHOT_TOTAL
     for relative in changed:
         source = worktree.cwd / relative
-        if source.is_symlink() or not source.is_file():
+        try:
+            data = fs.read_regular(source, min(MAX_SNAPSHOT_BYTES, budget))
+        except OSError:  # a link, a folder, a FIFO, gone: not a file to copy
             skipped.append(relative)
             continue
-        size = source.stat().st_size
-        if size > MAX_SNAPSHOT_BYTES or size > budget:
+        if len(data) > MAX_SNAPSHOT_BYTES or len(data) > budget:
             skipped.append(relative)
             continue
-        budget -= size
-        target = run_dir / CHANGES_DIR / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        budget -= len(data)
+        *folders, name = relative.split("/")
+        folder = fs.folder_in(run_dir, [CHANGES_DIR, *folders])
+        try:
+            fs.write_at(folder, name, data, durable=False)
+        finally:
+            os.close(folder)
     return skipped
 
 
