@@ -124,7 +124,7 @@ def test_a_shell_command_line_with_placeholders(tmp_path: Path) -> None:
     }
     result = grade(ctx, spec)
     assert (result["status"], result["score"]) == ("scored", 1.0)
-    assert (tmp_path / "out" / FOLDER / "copy.txt").read_text() == "hidden ran\n"
+    assert (tmp_path / "out" / FOLDER / "work" / "copy.txt").read_text() == "hidden ran\n"
 
 
 def test_the_command_runs_in_the_workspace_with_the_cell_named_and_stdin_closed(
@@ -150,7 +150,8 @@ def test_the_command_runs_in_the_workspace_with_the_cell_named_and_stdin_closed(
             "BRIGADE_SEAT": "seat",
             "BRIGADE_RUN_DIR": str(run_dir),
             "BRIGADE_ANSWER_FILE": str(run_dir / "final.txt"),
-            "BRIGADE_GRADER_DIR": str(tmp_path / "out" / FOLDER),
+            # the command's own folder: brigade's logs of the grading are beside it
+            "BRIGADE_GRADER_DIR": str(tmp_path / "out" / FOLDER / "work"),
             "BRIGADE_WORKSPACE": str(tmp_path / "work"),
             "BRIGADE_EXECUTION_MODE": "read-only",
         },

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Project, git_workspace
+from conftest import FAKE_CLI, Project, git_workspace
 
 from brigade.run import sandbox
 
@@ -187,3 +187,55 @@ def test_folders_where_brigade_writes_run_files_end_in_a_verdict(
     again = project.run()
     assert again.returncode == code, again.stderr
     assert project.receipt("a:agent:1")["attempt"] == 1
+
+
+# --- item 12: the code under test against a command grader's own files ------------------
+
+SABOTAGE = """\
+import os, shutil
+folder = os.environ["BRIGADE_GRADER_DIR"]
+# its own folder, and the grader's folder around it where brigade keeps its logs (reachable
+# only without the sandbox)
+for where in (folder, os.path.dirname(folder)):
+    for name, victim in (("stderr.log", None), ("stdout.log", os.environ["VICTIM"])):
+        path = os.path.join(where, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.unlink(path)
+            if victim is None:
+                os.makedirs(os.path.join(path, "inside"))
+            else:
+                os.symlink(victim, path)
+        except OSError:
+            pass
+print("tests passed")
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_code_under_test_cannot_break_its_grading_or_a_regrade(
+    project: Project, mode: str
+) -> None:
+    victim = project.root / "victim.txt"
+    victim.write_bytes(b"the user's own notes\n")
+    sabotage = project.root / "sabotage.py"
+    sabotage.write_text(SABOTAGE)
+    project.write_roster({"agent": {"cli": FAKE_CLI, "sandbox": mode}})
+    project.write_manifest(
+        [{"id": "a", "prompt": "answer: fine"}],
+        graders=[{"type": "command", "command": ["{python}", str(sabotage)]}],
+    )
+    env = {"VICTIM": str(victim)}
+    done = project.run(**env)
+    assert done.returncode == 0, done.stderr
+    for _ in range(2):  # every regrade after it grades the same
+        again = project.brigade("regrade", str(project.out), **env)
+        assert again.returncode == 0, again.stderr
+        assert "Traceback" not in again.stderr
+        receipt = project.receipt("a:agent:1")
+        assert receipt["state"] == "accepted", receipt["graders"]
+        assert victim.read_bytes() == b"the user's own notes\n"
+    assert all(state != "running" for state in project.states().values())
+    assert project.summary()["schema"] == "brigade.eval_summary.v1"

@@ -30,13 +30,14 @@ import dataclasses
 import json
 import os
 import shlex
-import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.core.identity import digest
 from brigade.core.specs import DEFAULT_COMMAND_TIMEOUT_SECONDS
 from brigade.errors import EnvironmentProblem
@@ -81,6 +82,10 @@ TIMEOUT_ERRORS = "error"  # the suite hangs by itself: grader_error
 REQUIRE_BASE = "base"
 # the folder (in the grader's) where the command runs at the base commit
 BASE_FOLDER = "base"
+# the command's own folder in the grader's (BRIGADE_GRADER_DIR, {grader_dir}): the one the
+# code under test may write; brigade's files of the grading (logs, the JUnit copy, base/)
+# are beside it, where it cannot
+WORK_FOLDER = "work"
 # the placeholders a command (and a JUnit path) may use
 PYTHON = "{python}"
 MANIFEST_DIR = "{manifest_dir}"
@@ -368,33 +373,45 @@ def _stat(path: Path | None) -> tuple[int, int, int, int] | None:
     return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
 
 
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _logs(setting: Setting, folder: Path) -> dict[str, str]:
     """The grader's log files that exist, relative to the output directory (those of its run
     at the base commit as base_stdout, base_stderr and base_junit)."""
     found: dict[str, str] = {}
     for where, prefix in ((folder, ""), (folder / BASE_FOLDER, "base_")):
         for name in (STDOUT, STDERR, JUNIT_COPY):
-            if (where / name).is_file():
+            if _regular(where / name):
                 found[prefix + name.split(".")[0]] = os.path.relpath(where / name, setting.out)
     return found
 
 
 def _clear_logs(folder: Path) -> None:
-    """Remove what a previous grading left: its logs, its JUnit copy, its base run's folder."""
+    """Remove what a previous grading left (its logs, its JUnit copy, its base run's folder,
+    the command's own folder: whatever is at those names, never followed), and make the
+    command's folder afresh."""
     for name in (STDOUT, STDERR, JUNIT_COPY):
-        with contextlib.suppress(FileNotFoundError):
-            (folder / name).unlink()
+        fs.remove(folder / name)
     _clear_base(folder)
+    _fresh_work(folder)
 
 
 def _clear_base(folder: Path) -> None:
-    """Remove the base run's folder (or whatever the command left in its place: never
-    followed)."""
-    base = folder / BASE_FOLDER
-    if base.is_symlink() or base.is_file():
-        base.unlink()
-    elif base.is_dir():
-        shutil.rmtree(base)
+    """Remove the base run's folder (or whatever is in its place: never followed)."""
+    fs.remove(folder / BASE_FOLDER)
+
+
+def _fresh_work(folder: Path) -> Path:
+    """The command's own, empty folder in `folder` (what was there removed)."""
+    work = folder / WORK_FOLDER
+    fs.remove(work)
+    work.mkdir()
+    return work
 
 
 def _end_of(path: Path) -> str:
@@ -435,11 +452,13 @@ def _run_command(
     folder: Path,
     extra: dict[str, Any],
 ) -> proc.ProcResult:
-    """Run the command once where `place` says, its logs and {grader_dir} in `folder`."""
-    values = {PYTHON: sys.executable, MANIFEST_DIR: str(ctx.manifest_dir), GRADER_DIR: str(folder)}
-    env = environment(ctx, setting, folder, place.cwd)
+    """Run the command once where `place` says, its logs in `folder`, {grader_dir} its
+    own folder in there (the only one of the grader's it may write)."""
+    work = folder / WORK_FOLDER
+    values = {PYTHON: sys.executable, MANIFEST_DIR: str(ctx.manifest_dir), GRADER_DIR: str(work)}
+    env = environment(ctx, setting, work, place.cwd)
     argv = command_argv(spec["command"], values)
-    with command_sandbox(ctx, setting, folder, place, env, argv) as box:
+    with command_sandbox(ctx, setting, work, place, env, argv) as box:
         extra["enforcement"] = {
             "applied": box.decision.applied,
             "network": "isolated" if box.decision.network_isolated else "host",
@@ -452,7 +471,7 @@ def _run_command(
             timeout=ctx.time_limit,
             stdout_path=folder / STDOUT,
             stderr_path=folder / STDERR,
-            tag=(GRADER_DIR_VARIABLE, str(folder)),
+            tag=(GRADER_DIR_VARIABLE, str(work)),
             confine=box.confine,
         )
 
@@ -473,7 +492,7 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
     try:
         with post_run_workspace(setting) as place:
             _apply_test_patch(spec, ctx, place, folder)
-            junit = _junit_file(spec, place.cwd, folder)
+            junit = _junit_file(spec, place.cwd, folder / WORK_FOLDER)
             before = _stat(junit)
             if place.patch is not None:
                 extra["output_refs"] = [os.path.relpath(place.patch, setting.out)]
@@ -484,7 +503,7 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
             if result.timed_out and spec["timeout_is"] == TIMEOUT_ERRORS:
                 raise GraderFault(_with_stderr(_timeout_message(limit), folder, ctx))
             if junit is not None and not result.timed_out:
-                named = _junit_name(spec, folder, setting.out)
+                named = _junit_name(spec, folder / WORK_FOLDER, setting.out)
                 try:
                     cases = _read_junit(named, junit, before, folder)
                 except GraderFault as fault:
@@ -514,7 +533,8 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
         return Graded(1.0 if passed else 0.0, status + ("" if passed else said), [], extra)
     checks = [{"name": "exit status", "passed": code == expected, "detail": status}]
     try:
-        score, detail, found = junit_score(cases, required, _junit_name(spec, folder, setting.out))
+        named = _junit_name(spec, folder / WORK_FOLDER, setting.out)
+        score, detail, found = junit_score(cases, required, named)
     except GraderFault as fault:
         raise GraderFault(_with_stderr(str(fault), folder, ctx), extra) from None
     checks += [_redacted_check(check, ctx.redact) for check in found]
@@ -527,12 +547,13 @@ def _base_tests(
     """The tests that ran (passed, failed or errored) when the command ran at the run's base
     commit, before the seat's changes: `require_tests: base`. Its logs go to base/ in the
     grader's folder; a command that cannot run there is a GraderFault."""
-    _clear_base(folder)  # the command ran with the grader's folder writable
+    _clear_base(folder)
     base = folder / BASE_FOLDER
     base.mkdir()
+    _fresh_work(base)
     with post_run_workspace(setting, changes=False) as place:
         _apply_test_patch(spec, ctx, place, base)
-        junit = _junit_file(spec, place.cwd, base)
+        junit = _junit_file(spec, place.cwd, base / WORK_FOLDER)
         before = _stat(junit)
         result = _run_command(spec, ctx, setting, place, base, {})
         at = "at the base commit (require_tests: base)"
@@ -542,7 +563,7 @@ def _base_tests(
             message = f"{at}, {_timeout_message(ctx.time_limit)}"
             raise GraderFault(_with_stderr(message, base, ctx))
         assert junit is not None  # (require_tests needs score_from: junit)
-        named = _junit_name(spec, base, setting.out)
+        named = _junit_name(spec, base / WORK_FOLDER, setting.out)
         try:
             cases = _read_junit(named, junit, before, base)
         except GraderFault as fault:
