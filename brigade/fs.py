@@ -30,14 +30,15 @@ class NotRegularFile(OSError):
     folder, a symlink): read as if it were missing."""
 
 
-def open_regular(path: Path | str) -> int:
+def open_regular(path: Path | str, *, follow: bool = False) -> int:
     """A read-only descriptor of a regular file, never opening anything else.
 
-    No symlink followed (the last component), no blocking open, and anything but a
-    regular file refused (`NotRegularFile`, an OSError like a missing file; a folder
-    is IsADirectoryError)."""
+    No symlink followed (the last component; `follow=True` for the user's own input
+    files, which may well be links), no blocking open, and anything but a regular
+    file refused (`NotRegularFile`, an OSError like a missing file; a folder is
+    IsADirectoryError)."""
     try:
-        fd = os.open(path, _READ)
+        fd = os.open(path, _READ & ~os.O_NOFOLLOW if follow else _READ)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
@@ -47,7 +48,8 @@ def open_regular(path: Path | str) -> int:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
         if not stat.S_ISREG(mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -55,10 +57,10 @@ def open_regular(path: Path | str) -> int:
     return fd
 
 
-def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+def read_regular(path: Path | str, limit: int | None = None, *, follow: bool = False) -> bytes:
     """A regular file's bytes (at most `limit`, then one more to tell it holds more);
     OSError when it is missing, unreadable or not a regular file (`open_regular`)."""
-    with os.fdopen(open_regular(path), "rb") as handle:
+    with os.fdopen(open_regular(path, follow=follow), "rb") as handle:
         return handle.read() if limit is None else handle.read(limit + 1)
 
 

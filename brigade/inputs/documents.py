@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brigade import fs
 from brigade.core.jsonpath import format_path
 from brigade.errors import InputError
 
@@ -151,20 +150,8 @@ def read_bytes(path: Path, label: str) -> bytes:
 def read_regular_file(path: Path) -> bytes:
     """The bytes of a regular file. Opened without blocking, so a FIFO is refused at once
     (IsADirectoryError for a folder, OSError ENODEV-like for anything else)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
-            raise OSError(0, f"not a regular file ({kind})", str(path))
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    # the user's own file: a link to it is followed
+    return fs.read_regular(path, follow=True)
 
 
 _TOML_PLACE = re.compile(r" \(at line (\d+), column (\d+)\)$")

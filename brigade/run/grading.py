@@ -8,13 +8,12 @@ logs go, which roster seats exist.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
 
+from brigade import fs
 from brigade.core.specs import SandboxMode, SeatSpec
 
 GRADER_RESULT_SCHEMA = "brigade.grader_result.v1"
@@ -188,29 +187,14 @@ def contained_file(root: Path, relative: str, what: str) -> Path:
 def read_regular(path: Path | str, what: str) -> bytes:
     """A regular file's bytes (at most MAX_READ_BYTES), never opening anything else: a FIFO
     or a device would block or never end. NotReadable says why not; OSError when absent."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(info.st_mode):
-            raise NotReadable(f"{what} is not a regular file")
-        if info.st_size > MAX_READ_BYTES:
-            raise NotReadable(f"{what} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
-        chunks = []
-        left = MAX_READ_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > MAX_READ_BYTES:
-            raise NotReadable(f"{what} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
-        return data
-    finally:
-        os.close(fd)
+        # (a path contained_file resolved: what is there now is no link to follow)
+        data = fs.read_regular(path, MAX_READ_BYTES)
+    except fs.NotRegularFile:
+        raise NotReadable(f"{what} is not a regular file") from None
+    if len(data) > MAX_READ_BYTES:
+        raise NotReadable(f"{what} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
+    return data
 
 
 def need_setting(ctx: GradeContext, kind: str) -> tuple[Setting, Path]:
