@@ -425,7 +425,7 @@ def test_a_junit_file_in_the_grader_folder_is_named_by_its_resolved_path(
     result = grade(context(tmp_path), python(code, score_from="junit:{grader_dir}/j.xml"))
     assert (result["status"], result["detail"]) == (
         "grader_error",
-        f"the JUnit file {FOLDER}/j.xml is not JUnit XML (its root is <html>, not "
+        f"the JUnit file {FOLDER}/work/j.xml is not JUnit XML (its root is <html>, not "
         "<testsuites> or <testsuite>); its stderr is empty",
     )
 

@@ -305,9 +305,11 @@ def test_what_a_command_left_in_its_folder_is_copied_without_being_followed(
     after = project.receipt("fix:agent:1")
     assert [entry["grader_id"] for entry in after["reused_grades"]] == ["command:0"]
     folder = project.cell_dir("fix:agent:1") / "attempts" / "attempt-001" / "graders" / "command-0"
-    assert not (folder / "pipe").exists()
-    assert (folder / "link").is_symlink()
-    assert sorted(p.name for p in folder.iterdir()) == ["link", "stderr.log", "stdout.log"]
+    # (what the command writes is in its own folder there, beside brigade's logs)
+    assert not (folder / "work" / "pipe").exists()
+    assert (folder / "work" / "link").is_symlink()
+    assert sorted(p.name for p in folder.iterdir()) == ["stderr.log", "stdout.log", "work"]
+    assert sorted(p.name for p in (folder / "work").iterdir()) == ["link"]
 
 
 def test_a_folder_too_deep_to_copy_is_graded_again_not_a_crash(project: Project) -> None:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FAKE_CLI, Project, git_workspace
+from conftest import Project, git_workspace
 
 from brigade.run import sandbox
 
@@ -222,9 +222,9 @@ def test_the_code_under_test_cannot_break_its_grading_or_a_regrade(
     victim.write_bytes(b"the user's own notes\n")
     sabotage = project.root / "sabotage.py"
     sabotage.write_text(SABOTAGE)
-    project.write_roster({"agent": {"cli": FAKE_CLI, "sandbox": mode}})
+    project.write_roster({"agent": seat_script(project, "fine.py", 'print("fine")\n', mode)})
     project.write_manifest(
-        [{"id": "a", "prompt": "answer: fine"}],
+        [{"id": "a", "prompt": "p"}],
         graders=[{"type": "command", "command": ["{python}", str(sabotage)]}],
     )
     env = {"VICTIM": str(victim)}
