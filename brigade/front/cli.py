@@ -700,6 +700,26 @@ def sandbox_line() -> str:
     return f"sandbox: UNAVAILABLE, {found.detail}{raw}; seats run with only their CLI's own limits"
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """Write a manifest from SWE-bench-style instances.
+
+    Each instance of FILE (JSONL: instance_id, repo, base_commit, problem_statement,
+    test_patch, FAIL_TO_PASS, PASS_TO_PASS; optional environment_setup_commit, setup)
+    becomes a case: its repository's clone under --repos at base_commit, the problem
+    statement as the prompt, a command grader applying test_patch (written beside the
+    manifest, under swebench/, hidden from the seats) and running exactly the named tests,
+    every one required (resolved = all pass). No network is used; no file is overwritten.
+    """
+    from brigade.front.importer import import_swebench
+
+    seats = [seat.strip() for seat in args.seats.split(",") if seat.strip()]
+    if not seats:
+        raise InputError("--seats: name at least one roster seat")
+    ids = import_swebench(args.file, args.repos, args.to, seats, args.roster, args.name)
+    say(f"brigade: wrote {args.to}: {len(ids)} case(s) from {args.file}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command (their docstrings are the help)."""
     parser = _Parser(
@@ -852,6 +872,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("dir", type=Path, help="output directory")
     sub.add_argument("--yes", action="store_true", help="remove the stale cells listed")
     sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
+
+    sub = command("import", cmd_import)
+    sub.add_argument("format", choices=["swebench"], help="the format of FILE")
+    sub.add_argument("file", type=Path, metavar="FILE", help="instances (SWE-bench's JSONL)")
+    sub.add_argument(
+        "--repos", type=Path, required=True, help="folder holding a local clone of each repo"
+    )
+    sub.add_argument(
+        "--to", type=Path, default=Path("swebench.yaml"), help="manifest to write (new file)"
+    )
+    sub.add_argument("--seats", required=True, help="the roster seats to run, comma-separated")
+    sub.add_argument("--roster", type=Path, help="the roster the manifest names")
+    sub.add_argument("--name", help="the battery's name (default: the manifest's file name)")
 
     sub = command("export", cmd_export)
     sub.add_argument("dir", type=Path, help="output directory")
