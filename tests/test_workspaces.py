@@ -113,6 +113,10 @@ def test_each_case_runs_in_its_own_repository_at_its_commit(project: Project) ->
     again = project.run()
     assert again.returncode == 0, again.stderr
     assert project.launches() == launches
+    # the report shows each case's repository and commit (its name, never its path)
+    pages = "".join(p.read_text() for p in (project.out / "report").rglob("*.html"))
+    assert f"repo repo-a @ {shas['a'][1][:12]}" in pages
+    assert f"repo repo-b @ {shas['b'][0][:12]}" in pages
     # export: repository paths are projected like every other path
     exported = "".join(p.read_text() for p in (project.out / "export").rglob("*.json"))
     assert str(project.root) not in exported

@@ -259,7 +259,10 @@ def detail_section(view: CellView, case_href: str) -> str:
         f'<p class="why">{_e(view.reason.text)}</p>{_scrub_note(view.reason.scrubbed)}',
         f'<p class="meta">case <a href="{_e(case_href)}">{_e(view.case_id)}</a> · seat '
         f"{_e(view.seat)} · trial {view.trial} · {_e(view.execution_mode)} · cell "
-        f"{_e(view.cell_id)}" + (f" · run folder {_e(where)}" if where else "") + "</p>",
+        f"{_e(view.cell_id)}"
+        + (f" · {_e(view.workspace)}" if view.workspace else "")
+        + (f" · run folder {_e(where)}" if where else "")
+        + "</p>",
     ]
     if view.answer is not None:
         parts.append("<h3>Answer</h3>")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.core.accounting import cell_usage
+from brigade.core.plan import Cell
 from brigade.core.projection import (
     GRADER_RESULT_ROLES,
     Secrets,
@@ -122,6 +123,20 @@ class CellView:
     run_dir: str | None  # relative to the output directory
     # grader id -> where its result was reused from (ids and times: nothing to project)
     reused_grades: Mapping[str, str] = field(default_factory=dict)
+    # the case's own workspace: the repository's (or folder's) name and its commit (digest)
+    workspace: str | None = None
+
+
+def _workspace_line(cell: Cell, secrets: Secrets) -> str | None:
+    """`repo NAME @ COMMIT` (or `dir NAME @ DIGEST`) of a case with a workspace of its own:
+    the folder's name only, scrubbed like any text, never its path."""
+    workspace = cell.workspace
+    if workspace is None:
+        return None
+    name = shown(os.path.basename(workspace.path.rstrip("/")), secrets, 200).text
+    if workspace.kind == "repo":
+        return f"repo {name} @ {str(workspace.commit)[:12]}"
+    return f"dir {name} @ {str(workspace.digest).removeprefix('sha256:')[:12]}"
 
 
 def _entry(entry: Mapping[str, Any], secrets: Secrets) -> EntryView:
@@ -248,6 +263,7 @@ def cell_view(record: CellRecord, out: Path, secrets: Secrets) -> CellView:
         diff=_from(changes.diff, secrets, DIFF_LIMIT) if changes is not None else None,
         diff_note=diff_note,
         run_dir=run_dir,
+        workspace=_workspace_line(cell, secrets),
         reused_grades=reused_grades(receipt),
     )
 
