@@ -122,3 +122,36 @@ def test_a_moved_directory_resumes_with_nothing_run_or_rewritten(
     assert finished_battery.launches() == launches
     assert finished_battery.states() == BATTERY_STATES
     assert changed(before, mtimes(moved)) == set()
+
+
+def test_a_moved_export_is_mirrored_and_checked(finished_battery: Project) -> None:
+    settled(finished_battery)
+    moved = finished_battery.root / "elsewhere" / "out"
+    moved.parent.mkdir()
+    subprocess.run(["cp", "-a", str(finished_battery.out), str(moved)], check=True)
+    finished_battery.out = moved
+    exported = next((moved / "export" / "cells").iterdir())
+    projected = exported.read_bytes()
+    info = exported.stat()
+    # the same size, its mtime restored: only its bytes tell; it is projected again
+    exported.write_bytes(projected.replace(b"attempt", b"attempX", 1))
+    os.utime(exported, ns=(info.st_atime_ns, info.st_mtime_ns))
+    (moved / "export" / "notes.txt").write_text(f"copied from {moved}/cells")
+    result = finished_battery.run()
+    assert result.returncode == 3
+    assert "export/notes.txt: (text): contains absolute path" in result.stderr
+    assert exported.read_bytes() == projected
+
+
+def test_a_moved_report_holding_its_new_path_is_checked_again(finished_battery: Project) -> None:
+    settled(finished_battery)
+    page = finished_battery.out / "report" / "index.html"
+    moved = finished_battery.root / "elsewhere" / "out"
+    moved.parent.mkdir()
+    subprocess.run(["cp", "-a", str(finished_battery.out), str(moved)], check=True)
+    finished_battery.out = moved
+    # a page that holds the directory's new path: the state vouched for other bytes
+    (moved / "report" / "index.html").write_bytes(page.read_bytes() + str(moved).encode())
+    result = finished_battery.run()
+    assert result.returncode == 3
+    assert str(moved) not in (moved / "report" / "index.html").read_text()

@@ -9,7 +9,9 @@ symbolic link, and never into the output directory's own files.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import html
 import json
 import os
 import re
@@ -158,8 +160,10 @@ EXPORT_STATE = ".export-state"  # a cache folder: one sidecar per export destina
 def _state(out: Path, dest: Path, key: str) -> caches.Sidecar:
     """What the last export to `dest` wrote and checked: relative name -> the stamp of its
     source, while the file's stat is unchanged (so an unchanged cell costs one stat).
-    Kept beside the output directory's other bookkeeping, not in the export."""
-    path = out / EXPORT_STATE / f"{text_digest(str(dest))[7:23]}.json"
+    Kept beside the output directory's other bookkeeping, not in the export; the
+    output directory's own export is named for its place in it (a move is no change)."""
+    named = store.EXPORT_DIR if dest == out / store.EXPORT_DIR else str(dest)
+    path = out / EXPORT_STATE / f"{text_digest(named)[7:23]}.json"
     return caches.Sidecar(path, caches.cache_key(key))
 
 
@@ -207,7 +211,41 @@ def _summary_stamp(summary: dict[str, Any] | None) -> str:
 
 
 def _projection_key(out: Path, secrets: Secrets) -> str:
-    return text_digest(json.dumps({"version": 3, "out": str(out), "secrets": secrets.digest}))
+    return text_digest(json.dumps({"version": 4, "secrets": movable_digest(secrets, out)}))
+
+
+def movable_digest(secrets: Secrets, out: Path) -> str:
+    """`secrets.digest` with the output directory's own path left out: the states of the
+    export and the report stay valid when the output directory moves (what was projected
+    there is relative to it), and `moved_secrets` checks their files for the new path."""
+    own = os.path.normpath(str(out.absolute()))
+    paths = tuple(
+        (path, stand_in) if path != own else ("", stand_in) for path, stand_in in secrets.paths
+    )
+    return dataclasses.replace(secrets, paths=paths).digest
+
+
+def moved_secrets(state: caches.Sidecar, out: Path) -> Secrets | None:
+    """When the files a state vouches for were checked at another path of the output
+    directory: the secret their check did not know (this path), to look for in each before
+    it is vouched for here; None when they were checked here. The state records this path."""
+    here = os.path.normpath(str(out.absolute()))
+    recorded = state.meta.get("root")
+    if recorded != here:
+        state.meta["root"] = here
+        state.changed = True
+    if recorded is None or recorded == here or not state.entries:
+        return None
+    return make_secrets((), [(here, ".")], ())
+
+
+def clean_here(data: bytes, label: str, moved: Secrets | None, *, markup: bool = False) -> bool:
+    """Whether a file checked clean at the output directory's earlier path holds nothing
+    of its path here (`moved_secrets`; always, when it did not move)."""
+    if moved is None:
+        return True
+    text = data.decode("utf-8", "replace")
+    return not find_leaks_in_text(label, html.unescape(text) if markup else text, moved)
 
 
 def export(
@@ -232,6 +270,7 @@ def export(
     _claim(out, dest, dest == own)
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     state = _state(out, dest, _projection_key(out, secrets))
+    moved = moved_secrets(state, out)
     views = views if views is not None else current_views(out, plan)
     written: dict[str, str] = {}  # relative name -> stamp
     plan_stamp = _plan_stamp(out, state)
@@ -295,7 +334,7 @@ def export(
             written[name] = stamp
     _mark(dest)
     written[MARKER_FILE] = "marker"
-    leaks = _check_changed(dest, secrets, state, written, verified)
+    leaks = _check_changed(dest, secrets, state, written, set() if moved else verified, moved)
     if not leaks:
         state.save()
     # the marker is bookkeeping, not one of the files exported
@@ -308,6 +347,7 @@ def _check_changed(
     state: caches.Sidecar,
     written: dict[str, str],
     verified: set[str],
+    moved: Secrets | None = None,
 ) -> list[Leak]:
     """Check every file in dest that was not checked, unchanged, by an earlier export.
 
@@ -337,16 +377,19 @@ def _check_changed(
                     continue
             stamp = written.get(relative, "unknown")
             info = caches.stat_of(path)  # before the check reads it
-            if state.fresh(relative, info) == stamp:
+            label = f"{dest.name}/{relative}"
+            if moved is None and state.fresh(relative, info) == stamp:
                 continue
             try:
                 data = fs.read_regular(path)
             except OSError:
                 state.forget(relative)
                 continue
-            if state.same_content(relative, info, data) == stamp:
-                continue  # the very bytes checked before (a copied or restored export)
-            label = f"{dest.name}/{relative}"
+            if (
+                state.fresh(relative, info) == stamp
+                or state.same_content(relative, info, data) == stamp
+            ) and clean_here(data, label, moved):
+                continue  # the very bytes checked before (a copied, restored or moved export)
             found = check_data(data, label, secrets, roles_of(relative))
             leaks.extend(found)
             if found:

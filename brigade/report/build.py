@@ -32,7 +32,7 @@ from brigade.core.projection import (
 from brigade.core.receipts import ReceiptView, grader_usage_of, views_of
 from brigade.errors import EnvironmentProblem, InputError
 from brigade.outdir import caches, store
-from brigade.outdir.export import secrets_for
+from brigade.outdir.export import clean_here, movable_digest, moved_secrets, secrets_for
 from brigade.outdir.results import current_receipts
 from brigade.report.model import ReportCell, failure_reasons
 
@@ -306,7 +306,7 @@ def _checked(out: Path, secrets: Secrets) -> caches.Sidecar:
     (a changed renderer renders again) and the secrets checked against. Holds
     JUnit, the index and every detail page.
     """
-    return caches.Sidecar(out / STATE_FILE, caches.cache_key(secrets.digest))
+    return caches.Sidecar(out / STATE_FILE, caches.cache_key(movable_digest(secrets, out)))
 
 
 def _field(recorded: Any, name: str) -> Any:
@@ -321,6 +321,7 @@ def untouched(
     out = out.absolute()
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     checked = _checked(out, secrets)
+    moved = moved_secrets(checked, out)
     folder = out / REPORT_DIR
     required = (_name(out, folder / JUNIT_FILE), _name(out, folder / HTML_FILE))
     if not all(name in checked.entries for name in required):
@@ -328,7 +329,7 @@ def untouched(
     inside = f"{REPORT_DIR}/"
     # a leaking page is never recorded, and its index is forgotten with it (see _write)
     same = all(
-        checked.recall(name, out / name) is not caches.MISS
+        _recall(checked, out, out / name, moved) is not caches.MISS
         for name in list(checked.entries)
         if name in required or name.startswith(inside)
     )
@@ -345,9 +346,17 @@ def _name(out: Path, path: Path) -> str:
     return str(path)
 
 
-def _recall(checked: caches.Sidecar, out: Path, path: Path) -> Any:
-    """What the state records of a report file, while its stat or its bytes are as then."""
-    return checked.recall(_name(out, path), path)
+def _recall(checked: caches.Sidecar, out: Path, path: Path, moved: Secrets | None) -> Any:
+    """What the state records of a report file, while its stat or its bytes are as then
+    (and, checked at another path of the output directory, it holds nothing of this one)."""
+    value = checked.recall(_name(out, path), path)
+    if value is caches.MISS or moved is None:
+        return value
+    try:
+        data = fs.read_regular(path)
+    except OSError:
+        return caches.MISS
+    return value if clean_here(data, _name(out, path), moved, markup=True) else caches.MISS
 
 
 def _inputs_key(
@@ -399,15 +408,17 @@ def write_report(
     junit, html_file = folder / JUNIT_FILE, folder / HTML_FILE
     files_dir = folder / files_folder(HTML_FILE)
     checked = _checked(out, secrets)
+    moved = moved_secrets(checked, out)
     inputs = _inputs_key(plan, views, summary)
     plans = page_plans(plan, views, str(summary["name"]))
     index_current = all(
-        _field(_recall(checked, out, path), "inputs") == inputs for path in (junit, html_file)
+        _field(_recall(checked, out, path, moved), "inputs") == inputs
+        for path in (junit, html_file)
     )
     todo = [
         page
         for page in plans
-        if _field(_recall(checked, out, files_dir / page.relative), "inputs") != page.stamp
+        if _field(_recall(checked, out, files_dir / page.relative, moved), "inputs") != page.stamp
     ]
     if index_current and not todo and not stale_pages(files_dir, plans):
         return ReportResult(files=(junit, html_file), leaks=())
@@ -423,7 +434,8 @@ def write_report(
         report = build_report(out, plan, receipts, summary, secrets=secrets, workspace=workspace)
     targets: list[Path | None] = [None, None] if index_current else [junit, html_file]
     pages = {page.relative: page.stamp for page in plans}
-    result = _write(out, report, targets, checked, inputs, (files_dir, plans, todo, pages))
+    detail = (files_dir, plans, todo, pages)
+    result = _write(out, report, targets, checked, inputs, detail, moved)
     files = (junit, html_file) if index_current else result.files
     return ReportResult(files=files, leaks=result.leaks)
 
@@ -450,7 +462,8 @@ def write_files(
         detail = (files_dir, plans, plans, None)
         if fresh:
             store.atomic_write_bytes(files_dir / REPORT_MARKER, _MARKER_TEXT, durable=False)
-    return _write(out, report, [junit, html_file], checked, None, detail)
+    moved = moved_secrets(checked, out)
+    return _write(out, report, [junit, html_file], checked, None, detail, moved)
 
 
 def _own_folders(out: Path) -> tuple[Path, Path]:
@@ -533,6 +546,7 @@ def _write(
     checked: caches.Sidecar,
     inputs: str | None,
     detail: PageWork | None = None,
+    moved: Secrets | None = None,
 ) -> ReportResult:
     """Render each target (junit, html) and each detail page, write it and check it, unless
     unchanged and clean."""
@@ -559,7 +573,7 @@ def _write(
         data = render(report)
         written.append(target)
         names = report_names(report)
-        leaks += _put(out, target, data, render(bare), names, report, checked, inputs)
+        leaks += _put(out, target, data, render(bare), names, report, checked, inputs, moved)
     if detail is not None:
         files_dir, plans, todo, page_inputs = detail
         html_name = targets[1].name if targets[1] is not None else HTML_FILE
@@ -580,7 +594,7 @@ def _write(
             given = page_inputs.get(page.relative) if page_inputs is not None else None
             found += _put(
                 out, target, rendered.data, rendered.skeleton, rendered.names, report, checked,
-                given,
+                given, moved,
             )  # fmt: skip
         for path in stale_pages(files_dir, plans):
             path.unlink(missing_ok=True)
@@ -602,12 +616,15 @@ def _put(
     report: Report,
     checked: caches.Sidecar,
     inputs: str | None,
+    moved: Secrets | None = None,
 ) -> list[Leak]:
     """Write one report file unless it already holds these bytes (its mtime stays), found
-    clean; check it."""
+    clean (`moved`: and holding nothing of the output directory's new path); check it."""
     digest = hashlib.sha256(data).hexdigest()
     name = _name(out, target)
     info = caches.stat_of(target)
+    if moved is not None and not clean_here(data, name, moved, markup=True):
+        checked.forget(name)  # checked in full below
     if _field(checked.fresh(name, info), "digest") == digest:
         checked.record(name, info, {"digest": digest, "inputs": inputs}, digest)
         return []
