@@ -131,5 +131,6 @@ def test_an_export_file_edited_in_place_is_exported_again(project: Project) -> N
         ".brigade-export.json",
         "cells/" + exported.name,
         "plan.json",
+        "source:plan.json",
         "summary.json",
     ]

@@ -107,7 +107,14 @@ def test_a_grader_error_cell_gets_a_grade_task(finished_battery: Project) -> Non
 def test_the_namespace_wires_every_task(finished_battery: Project) -> None:
     session = session_of(finished_battery)
     names = tasks.namespace(session)
-    assert sorted(names) == ["DOIT_CONFIG", "task_cell", "task_grade", "task_plan", "task_summary"]
+    assert sorted(names) == [
+        "DOIT_CONFIG",
+        "task_cell",
+        "task_grade",
+        "task_plan",
+        "task_setup",
+        "task_summary",
+    ]
     config = names["DOIT_CONFIG"]
     # brigade's own doit runs: its backend plugin (reporter.CacheDB); plain doit: doit's json
     assert (config["backend"], config["par_type"]) == ("brigade-json", "thread")
@@ -124,7 +131,7 @@ def test_the_namespace_wires_every_task(finished_battery: Project) -> None:
         "unscored 1); brigade show DIR --cells lists them"
     )
     summary = names["task_summary"]()
-    assert summary["task_dep"] == ["plan", "grade", "cell"]
+    assert summary["task_dep"] == ["plan", "setup", "grade", "cell"]
     assert summary["uptodate"] == [False]
     listing = tasks.namespace(session_of(finished_battery), listing=True)
     listed = [task["basename"] for task in listing["task_cell"]()]
