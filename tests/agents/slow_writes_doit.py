@@ -1,8 +1,9 @@
 """The real `doit`, with brigade's atomic writes slowed down so a kill can land inside one.
 
-Usage: python slow_writes_doit.py [doit arguments]. Every write through
-brigade.outdir.store.atomic_write_bytes pauses $SLOW_WRITE_SECONDS (default 0.02) after
-creating its temp file (still empty) and again before renaming it (complete), and
+Usage: python slow_writes_doit.py [doit arguments]. Every atomic write
+(brigade.fs.write_at, under every writer brigade has) pauses $SLOW_WRITE_SECONDS
+(default 0.02) after creating its temp file (still empty) and again before renaming
+it (complete), and
 doit's own DB dump pauses halfway through, so the reliability tests' kill -9 often
 hits a write in progress. With $HALF_DUMP_MARKER set, the DB dump instead creates
 that file halfway through and waits there for a minute (a kill is sure to land in
@@ -19,27 +20,29 @@ from typing import Any
 
 import doit.dependency
 
-import brigade.outdir.store
+import brigade.fs
 
 DELAY = float(os.environ.pop("SLOW_WRITE_SECONDS", "0.02"))
 HALF_DUMP_MARKER = os.environ.pop("HALF_DUMP_MARKER", None)
 
 
 class _SlowOs(ModuleType):
-    """The os module as brigade.outdir.store sees it: fchmod (temp created) and replace pause."""
+    """The os module as brigade.fs sees it: fdopen (temp created, empty) and replace
+    (temp complete) pause."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(os, name)
 
     @staticmethod
-    def fchmod(fd: int, mode: int) -> None:
-        os.fchmod(fd, mode)
-        time.sleep(DELAY)
+    def fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "w" in mode:  # a temp file just created (reads pass through)
+            time.sleep(DELAY)
+        return os.fdopen(fd, mode, *args, **kwargs)
 
     @staticmethod
-    def replace(src: Any, dst: Any) -> None:
+    def replace(src: Any, dst: Any, **kwargs: Any) -> None:
         time.sleep(DELAY)
-        os.replace(src, dst)
+        os.replace(src, dst, **kwargs)
 
 
 def _slow_dump(self: Any) -> None:
@@ -55,7 +58,7 @@ def _slow_dump(self: Any) -> None:
         handle.write(data[len(data) // 2 :])
 
 
-brigade.outdir.store.os = _SlowOs("os")  # type: ignore[assignment]
+brigade.fs.os = _SlowOs("os")  # type: ignore[assignment]
 doit.dependency.JsonDB.dump = _slow_dump  # type: ignore[method-assign]
 sys.argv = ["doit", *sys.argv[1:]]
 runpy.run_module("doit", run_name="__main__", alter_sys=True)
