@@ -16,7 +16,14 @@ from brigade.core.identity import (
     text_digest,
 )
 from brigade.core.sequential import Rule, rule_from_document
-from brigade.core.specs import Manifest, Roster, SeatSpec, SetupSpec, WorkspaceSpec
+from brigade.core.specs import (
+    Manifest,
+    Roster,
+    SeatSpec,
+    SetupSpec,
+    WorkspaceSpec,
+    world_of,
+)
 from brigade.core.usage import Price, price_document, price_from_document
 from brigade.errors import InputError
 
@@ -59,21 +66,11 @@ class Cell(NamedTuple):
 
     def world_document(self) -> dict[str, Any] | None:
         """The case's workspace as plan.json records it (path, commit or digest, setup)."""
-        if self.workspace is None:
-            return None
-        found: dict[str, Any] = self.workspace.document()
-        if self.setup is not None:
-            found["setup"] = self.setup.digest
-        return found
+        return world_of(self.workspace, self.setup, recorded=True)
 
     def world(self) -> dict[str, Any] | None:
         """The workspace's part of the identity payload (None: no workspace of its own)."""
-        if self.workspace is None:
-            return None
-        found: dict[str, Any] = self.workspace.identity()
-        if self.setup is not None:
-            found["setup"] = self.setup.digest
-        return found
+        return world_of(self.workspace, self.setup)
 
 
 @dataclass(frozen=True)

@@ -97,12 +97,20 @@ class Case(NamedTuple):
 
     def world(self) -> dict[str, Any] | None:
         """The workspace's part of the cell identity (None: the case has no own workspace)."""
-        if self.workspace is None:
-            return None
-        found: dict[str, Any] = self.workspace.identity()
-        if self.setup is not None:
-            found["setup"] = self.setup.digest
-        return found
+        return world_of(self.workspace, self.setup)
+
+
+def world_of(
+    workspace: WorkspaceSpec | None, setup: SetupSpec | None, *, recorded: bool = False
+) -> dict[str, Any] | None:
+    """A case's own workspace with its setup's digest: its part of the cell identity, or
+    (`recorded`) what plan.json records of it. None: the case uses the run's workspace."""
+    if workspace is None:
+        return None
+    found: dict[str, Any] = workspace.document() if recorded else workspace.identity()
+    if setup is not None:
+        found["setup"] = setup.digest
+    return found
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,13 @@ from brigade.outdir.planfile import write_plan
 from brigade.outdir.scan import kept_fault
 from brigade.report.finish import finish_run, leak_lines
 from brigade.run.doctor import missing_programs
-from brigade.run.runner import Hand, RunContext, bring_up_to_date, regrade_if_needed
+from brigade.run.runner import (
+    Hand,
+    RunContext,
+    bring_up_to_date,
+    build_workspace,
+    regrade_if_needed,
+)
 
 if TYPE_CHECKING:
     from brigade.run.schedule import Scheduler
@@ -389,18 +395,7 @@ def setup_tasks(session: Session, chosen: Selection, listing: bool) -> Iterator[
 
 def build_setup(ctx: RunContext, cell: Cell) -> None:
     """Build the workspace of a cell's case (a setup task's action), saying what it did."""
-    world = cell.world()
-    assert world is not None and cell.workspace is not None
-    from brigade.run import workspaces
-
-    built, now = workspaces.ensure(
-        ctx.out,
-        cell.workspace,
-        cell.setup,
-        world,
-        retry_failed=ctx.retry_transient,
-        sandbox_mode=ctx.sandbox,
-    )
+    built, now = build_workspace(ctx, cell)
     if now and not built.ok:
         sys.stderr.write(printable(f"brigade: setup of {cell.case_id} failed: {built.detail}\n"))
 

@@ -213,9 +213,14 @@ def workspace_of(ctx: RunContext, cell: Cell) -> Path:
 
 def ensure_workspace(ctx: RunContext, cell: Cell) -> workspaces.Built:
     """The cell's case's workspace, built first when it is not (its setup run once)."""
+    return build_workspace(ctx, cell)[0]
+
+
+def build_workspace(ctx: RunContext, cell: Cell) -> tuple[workspaces.Built, bool]:
+    """The cell's case's workspace, and whether this call built it (ran its setup)."""
     world = cell.world()
     assert world is not None and cell.workspace is not None
-    built, _ = workspaces.ensure(
+    return workspaces.ensure(
         ctx.out,
         cell.workspace,
         cell.setup,
@@ -223,7 +228,6 @@ def ensure_workspace(ctx: RunContext, cell: Cell) -> workspaces.Built:
         retry_failed=ctx.retry_transient,
         sandbox_mode=ctx.sandbox,
     )
-    return built
 
 
 def _end_crashed_seat(out: Path, cell: Cell, attempt: int | None) -> None:
