@@ -248,7 +248,12 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     the command exits 3).
     """
     from brigade.core.plan import judges_of
-    from brigade.front.session import check_max_cost, regrade_budget, regrade_context
+    from brigade.front.session import (
+        check_max_cost,
+        regrade_budget,
+        regrade_context,
+        remove_worktree_leftovers,
+    )
     from brigade.report.finish import finish_run
     from brigade.run.doctor import refuse_required
     from brigade.run.runner import needs_patch, regrade, verify_output
@@ -257,6 +262,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     out = _output_dir(args.dir)
     store.check_layout(out)
     lock.acquire(out, wait=args.wait)
+    remove_worktree_leftovers(out)
     plan = _load_plan(out)
     workspace = _plan_workspace(plan)
     ctx = regrade_budget(args.max_cost, plan, regrade_context(out, plan, workspace))

@@ -12,6 +12,7 @@ import dataclasses
 import gc
 import json
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,6 +269,8 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: output path exists and is not a folder")
     store.check_layout(out)
+    if lock.held(out):
+        remove_worktree_leftovers(out)
     counts = trial_counts(out, manifest, roster, label, retry_transient=options.retry_transient)
     on_disk = plan_against_disk(
         manifest, roster, label, out, _context(options, label, workspace), counts=counts
@@ -329,6 +332,16 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
             sandbox=options.sandbox,
         )
     return session
+
+
+def remove_worktree_leftovers(out: Path) -> None:
+    """Remove the worktrees a killed run of `out` left in their repositories (under the
+    output directory's lock), saying how many."""
+    from brigade.run import worktree
+
+    removed = worktree.remove_leftovers(out)
+    if removed:
+        sys.stderr.write(f"brigade: removed {removed} worktree(s) left by a run that was killed\n")
 
 
 def next_round(session: Session) -> list[Cell]:

@@ -197,7 +197,7 @@ def post_run_workspace(setting: Setting, *, changes: bool = True) -> Iterator[Pl
         )
         prefix = snapshot.get("prefix")
         repo = dataclasses.replace(repo, prefix=prefix if isinstance(prefix, str) else "")
-        tree = worktree.create(repo)
+        tree = worktree.create(repo, setting.out)
     except (OSError, EnvironmentProblem) as exc:
         raise GraderFault(f"cannot re-create the run's worktree: {exc}") from None
     try:

@@ -160,7 +160,7 @@ def execute_seat(
             return unlaunched_run(job, rdir, workspace, f"seat folder: {exc}", "launch_failed")
         if job.writable:
             try:
-                tree = worktree.create(worktree_repo(workspace, job.head))
+                tree = worktree.create(worktree_repo(workspace, job.head), out)
             except (OSError, EnvironmentProblem) as exc:
                 return unlaunched_run(job, rdir, workspace, f"worktree: {exc}", "worktree_failed")
         cwd = tree.cwd if tree else workspace

@@ -6,13 +6,24 @@ and ignored files all count, and nothing the seat wrote into the worktree's git
 folder (its `.git` file, index, HEAD, config.worktree) is read. Every git command
 here runs as `run/gitcmd` says (no program the repository or the worktree names
 runs); a worktree is removed with its registration, whatever the seat locked.
+
+Each worktree made for an output directory is listed in its ledger
+(`<out>/.worktrees/<name>.json`, written before `git worktree add`, removed with the
+worktree): what a run killed with `kill -9` left (the folder in the temporary folder,
+its registration in the repository) is removed by the next run (`remove_leftovers`),
+which holds the lock. Only what a ledger names is touched, and only a folder brigade
+names (`brigade-worktree-*` in the temporary folder) registered at that very path: a
+worktree of the user's is never one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import shutil
+import socket
 import stat
 import tempfile
 import threading
@@ -45,6 +56,10 @@ MAX_SNAPSHOT_BYTES = 5 * 1024 * 1024
 # nor is anything past this many bytes copied in all (a seat that fills node_modules)
 MAX_SNAPSHOT_TOTAL = 200 * 1024 * 1024
 
+# <out>/.worktrees: one record per worktree made for the output directory, until removed
+LEDGER_DIR = ".worktrees"
+_PREFIX = "brigade-worktree-"
+
 # `git worktree add/remove` take locks in the shared .git; serialise them
 _git_lock = threading.Lock()
 
@@ -66,6 +81,7 @@ class Worktree:
     root: Path
     repo: Repo
     git_dir: Path  # the worktree's own folder in the repository's .git (absolute)
+    ledger: Path | None = None  # its record in the output directory's ledger
 
     @property
     def cwd(self) -> Path:
@@ -127,26 +143,47 @@ def has_commit(repo: Repo, commit: str) -> bool:
     return code == 0
 
 
-def create(repo: Repo) -> Worktree:
-    """Add a detached worktree of HEAD in a fresh temporary folder."""
-    root = Path(tempfile.mkdtemp(prefix="brigade-worktree-"))
+def create(repo: Repo, out: Path | None = None) -> Worktree:
+    """Add a detached worktree of HEAD in a fresh temporary folder; with `out`, listed in
+    that output directory's ledger first (so a crash leaves nothing the next run misses)."""
+    root = Path(tempfile.mkdtemp(prefix=_PREFIX))
+    ledger = None
+    if out is not None:
+        try:
+            ledger = _record(out, root, repo)
+        except OSError:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
     git = repository_git(repo)
     with _git_lock:
         code, _, err = git.run(["worktree", "add", "--detach", str(root), repo.head])
     if code != 0:
-        shutil.rmtree(root, ignore_errors=True)
+        remove(Worktree(root=root, repo=repo, git_dir=root / ".git", ledger=ledger))
         raise OSError(_failed("worktree add", err, code))
     # the worktree's own folder, from the `.git` file git has just written
-    code, out, err = gitcmd.Git(None, root).run(["rev-parse", "--absolute-git-dir"])
-    git_dir = out.decode("utf-8", "replace").strip()
+    code, out_text, err = gitcmd.Git(None, root).run(["rev-parse", "--absolute-git-dir"])
+    git_dir = out_text.decode("utf-8", "replace").strip()
+    made = Worktree(root=root, repo=repo, git_dir=Path(os.path.realpath(git_dir)), ledger=ledger)
     if code != 0 or not git_dir:
-        remove(Worktree(root=root, repo=repo, git_dir=root / ".git"))
+        remove(dataclasses.replace(made, git_dir=root / ".git"))
         raise OSError(_failed("rev-parse", err, code, " in the new worktree"))
-    return Worktree(root=root, repo=repo, git_dir=Path(os.path.realpath(git_dir)))
+    return made
+
+
+def _record(out: Path, root: Path, repo: Repo) -> Path:
+    """List a worktree about to be added in `out`'s ledger; the record's path."""
+    doc = {"root": str(root), "common_dir": str(repo.common_dir), "host": socket.gethostname()}
+    folder = fs.folder_in(out, [LEDGER_DIR])
+    try:
+        fs.write_at(folder, f"{root.name}.json", json.dumps(doc).encode(), durable=False)
+    finally:
+        os.close(folder)
+    return out / LEDGER_DIR / f"{root.name}.json"
 
 
 def remove(worktree: Worktree) -> None:
-    """Remove the worktree folder and git's record of it (best effort, never raises).
+    """Remove the worktree folder and git's record of it (best effort, never raises), then
+    its ledger record.
 
     The record goes whatever the seat (or the code a grader tests) wrote there: a
     `locked` file, a HEAD naming its own objects, a broken `.git` file. Other
@@ -158,6 +195,78 @@ def remove(worktree: Worktree) -> None:
         git.run(["worktree", "remove", "--force", "--force", str(worktree.root)])
         shutil.rmtree(worktree.root, ignore_errors=True)
         _drop_registration(worktree)
+    if worktree.ledger is not None:
+        with contextlib.suppress(OSError):
+            fs.remove(worktree.ledger)
+
+
+def remove_leftovers(out: Path) -> int:
+    """Remove the worktrees a killed run left for `out` (its ledger's records of this
+    machine), each folder with its registration; how many. Call with the run's lock held.
+
+    A record is output-directory data a process could have written: only a folder named
+    as brigade names them, directly in the temporary folder, is removed, and only the
+    registration in that repository whose `gitdir` is that folder's `.git`.
+    """
+    folder = out / LEDGER_DIR
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return 0  # no ledger: nothing was left (the no-op path's one look)
+    removed = 0
+    temp = tempfile.gettempdir()
+    for name in names:
+        path = folder / name
+        if not name.endswith(".json"):
+            continue
+        doc = fs.load_json(path)
+        leftover = _leftover(doc, path, temp)
+        if leftover is None:
+            if not isinstance(doc, dict) or doc.get("host") == socket.gethostname():
+                with contextlib.suppress(OSError):
+                    fs.remove(path)  # not a record of a worktree of ours: dropped
+            continue  # another machine's (a cluster worker's): its own to clean
+        remove(leftover)
+        removed += 1
+    return removed
+
+
+def _leftover(doc: Any, path: Path, temp: str) -> Worktree | None:
+    """The worktree a ledger record names, when it is one brigade made on this machine."""
+    if not isinstance(doc, dict) or doc.get("host") != socket.gethostname():
+        return None
+    root, common = doc.get("root"), doc.get("common_dir")
+    if not isinstance(root, str) or not isinstance(common, str):
+        return None
+    base = os.path.basename(root)
+    if (
+        not base.startswith(_PREFIX)
+        or path.name != f"{base}.json"
+        or os.path.dirname(root) != temp
+        or not os.path.isabs(common)
+        or not os.path.isdir(common)
+    ):
+        return None
+    common_dir = Path(common)
+    # its registration: the folder of <repository>/worktrees whose gitdir is root/.git
+    ours = os.path.join(os.path.realpath(root), ".git")
+    git_dir = Path(root) / ".git"
+    try:
+        records = sorted(os.scandir(common_dir / "worktrees"), key=lambda entry: entry.name)
+    except OSError:
+        records = []
+    for entry in records:
+        if not entry.name.startswith(base) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            named = fs.read_regular(Path(entry.path) / "gitdir", 4096)
+        except OSError:
+            continue
+        if os.path.realpath(named.decode("utf-8", "replace").strip()) == ours:
+            git_dir = Path(entry.path)
+            break
+    repo = Repo(toplevel=common_dir, prefix="", head="", common_dir=common_dir)
+    return Worktree(root=Path(root), repo=repo, git_dir=git_dir, ledger=path)
 
 
 def _drop_registration(worktree: Worktree) -> None:
