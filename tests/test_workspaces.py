@@ -368,3 +368,96 @@ def test_tests_named_by_graders_are_hidden_from_the_seat(project: Project) -> No
     assert "test_new.py" not in (run / "changes.patch").read_text()
     # the test patch never reached the case's repository
     assert not (repo / "test_new.py").exists()
+
+
+# -- read-only runs ----------------------------------------------------------------------
+
+# a read-only seat that says where it ran, what it sees and whether it could write there
+LOOK = textwrap.dedent(
+    """\
+    import os, sys
+    sys.stdin.read()
+    try:
+        with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
+            log.write(os.environ["BRIGADE_COORDINATE"] + "\\n")
+    except OSError:
+        pass  # outside the sandbox's writable folders
+    seen = "planted" if os.path.exists("planted.txt") else "clean"
+    try:
+        with open("planted.txt", "w") as handle:
+            handle.write("x")
+        wrote = "wrote"
+    except OSError:
+        wrote = "refused"
+    print(open("version.txt").read().strip(), seen, wrote)
+    print(os.getcwd())
+    """
+)
+
+
+def read_only_project(project: Project, workspace: dict[str, str], sandbox: str) -> None:
+    """A read-only battery of one case over its own workspace, two trials; its command grader
+    fails when it sees what the seat (or an earlier grading) wrote, and writes a file itself."""
+    make_repo(project.root / "repo", ["r1", "r2"])
+    seat = project.root / "look.py"
+    seat.write_text(LOOK)
+    project.write_roster({"one": {"cli": f"exec:{sys.executable} {seat}"}}, sandbox=sandbox)
+    project.write_manifest(
+        [
+            {
+                "id": "c",
+                "prompt": "look",
+                "workspace": workspace,
+                "graders": [
+                    {"type": "regex_output", "pattern": " clean "},
+                    {
+                        "type": "command",
+                        "command": "test ! -e planted.txt && test ! -e graded.txt && "
+                        "touch graded.txt",
+                    },
+                ],
+            }
+        ],
+        seats=("one",),
+        trials=2,
+        execution={"mode": "read-only"},
+    )
+
+
+def _read_only_runs(project: Project) -> list[list[str]]:
+    runs = []
+    for trial in (1, 2):
+        run = project.cell_dir(f"c:one:{trial}") / "attempts/attempt-001/run"
+        assert json.loads((run / "run.json").read_text())["workspace_access"] == "read-only-copy"
+        runs.append((run / "final.txt").read_text().split())
+    return runs
+
+
+def test_a_read_only_run_sees_its_cases_repository_fresh_for_each_attempt(
+    project: Project,
+) -> None:
+    read_only_project(project, {"repo": "repo", "commit": "HEAD~1"}, sandbox="off")
+    done = project.run("-n", "1")
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {"c:one:1": "accepted", "c:one:2": "accepted"}
+    runs = _read_only_runs(project)
+    # the case's repository at its commit (not the run's --workspace), as built: what the
+    # other attempt (and its grading) wrote is not there
+    assert [run[:2] for run in runs] == [["r1", "clean"], ["r1", "clean"]]
+    tree = next((project.out / "workspaces").glob("*/tree"))
+    assert {run[3] for run in runs}.isdisjoint({str(tree), str(project.workspace)})
+    assert not (tree / "planted.txt").exists() and not (tree / "graded.txt").exists()
+    assert not (project.root / "repo/planted.txt").exists()
+
+
+@needs_bwrap
+def test_a_read_only_run_in_the_sandbox_cannot_write_its_cases_folder(project: Project) -> None:
+    world = project.root / "world"
+    world.mkdir()
+    (world / "version.txt").write_text("d1\n")
+    read_only_project(project, {"dir": "world"}, sandbox="required")
+    done = project.run("-n", "1")
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {"c:one:1": "accepted", "c:one:2": "accepted"}
+    assert [run[:3] for run in _read_only_runs(project)] == [["d1", "clean", "refused"]] * 2
+    assert sorted(p.name for p in world.iterdir()) == ["version.txt"]

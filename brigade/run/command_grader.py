@@ -1,7 +1,8 @@
 """The `command` grader: run a command (a test suite) over what the seat left, score its exit.
 
 It runs in the cell's post-run workspace: the workspace itself in a read-only
-run; in a writable run a fresh detached worktree of the run's base commit with
+run (for a case with a workspace of its own, a fresh worktree of its built commit); in a
+writable run a fresh detached worktree of the run's base commit with
 the seat's stored changes (run/changes.patch, its digest verified) applied, so
 grading and every regrade see exactly what the seat left and never need the
 agent. Its process is run by run/proc like a seat's (own process group, time
@@ -166,6 +167,21 @@ def post_run_workspace(setting: Setting, *, changes: bool = True) -> Iterator[Pl
 
     `changes=False`: the base commit as it was before the seat ran (a writable run only).
     """
+    if setting.execution_mode != "writable-worktree" and setting.own_head is not None:
+        # a case's own workspace: a fresh worktree of its built commit (what the read-only
+        # seat saw; before and after it are the same), so the tree every attempt starts
+        # from never gets what a command writes
+        try:
+            tree = worktree.create(
+                worktree_repo(setting.workspace, setting.own_head), setting.out
+            )
+        except (OSError, EnvironmentProblem) as exc:
+            raise GraderFault(f"cannot make a fresh worktree of the workspace: {exc}") from None
+        try:
+            yield Place(tree.cwd, None, tree.root)
+        finally:
+            worktree.remove(tree)
+        return
     if setting.execution_mode != "writable-worktree":
         if not changes:
             raise GraderFault(

@@ -66,8 +66,9 @@ class Setting:
     """Where graders that run a process work for one cell (one attempt of it).
 
     Their logs go to `<attempt>/graders/<type>-<index>/`; a command runs in the
-    workspace (read-only runs) or in a fresh worktree of the run's base commit
-    with the run's stored changes applied (writable runs); a judge is a roster seat.
+    workspace (read-only runs; a fresh worktree of the built commit for a case with a
+    workspace of its own) or in a fresh worktree of the run's base commit with the run's
+    stored changes applied (writable runs); a judge is a roster seat.
     """
 
     out: Path  # the output directory: log paths are recorded relative to it
@@ -88,6 +89,9 @@ class Setting:
     command_timeout: float = 300.0  # the default time limit of command graders
     # --sandbox: the mode a command runs in (None: the cell's seat's own, as its run did)
     sandbox: SandboxMode | None = None
+    # a read-only run of a case with a workspace of its own: its built commit (a command
+    # runs in a fresh worktree of it, never in the tree every attempt starts from)
+    own_head: str | None = None
 
 
 @dataclass(frozen=True)

@@ -339,6 +339,7 @@ def grade_context(
         roster_dir=ctx.roster_dir,
         command_timeout=ctx.command_timeout,
         sandbox=ctx.sandbox,
+        own_head=_own_head(ctx, cell),
     )
     return graders.GradeContext(
         cell_id=cell.cell_id,
@@ -352,6 +353,16 @@ def grade_context(
         redact=_redactor(ctx, cell),
         setting=setting,
     )
+
+
+def _own_head(ctx: RunContext, cell: Cell) -> str | None:
+    """A read-only cell's case's built commit (None: a writable run, or a case without a
+    workspace of its own, or one not built)."""
+    world = cell.world()
+    if world is None or cell.execution_mode == "writable-worktree":
+        return None
+    built = workspaces.state(ctx.out, world)
+    return built.head if built is not None and built.ok else None
 
 
 # <attempt>/graders/<type>-<index>/: what graders that run a process leave

@@ -79,13 +79,21 @@ class SeatJob:
     seat: SeatSpec
     prompt: str
     execution_mode: str
-    # writable runs: the commit the worktree starts from (None: the workspace's HEAD now)
+    # writable runs: the commit the worktree starts from (None: the workspace's HEAD now);
+    # a read-only run of a case with a workspace of its own: its built commit, of which the
+    # attempt gets a fresh copy, made read-only
     head: str | None = None
 
     @property
     def writable(self) -> bool:
         """Whether the seat runs in its own detached worktree."""
         return self.execution_mode == "writable-worktree"
+
+    @property
+    def read_only_copy(self) -> bool:
+        """Whether a read-only seat runs in a fresh read-only copy (a detached worktree of
+        its case's built commit) rather than in the shared checkout."""
+        return not self.writable and self.head is not None
 
 
 @dataclass(frozen=True)
@@ -158,10 +166,17 @@ def execute_seat(
             os.close(fs.folder_in(sdir.parent, [sdir.name]))
         except OSError as exc:
             return unlaunched_run(job, rdir, workspace, f"seat folder: {exc}", "launch_failed")
-        if job.writable:
+        if job.writable or job.read_only_copy:
             try:
                 tree = worktree.create(worktree_repo(workspace, job.head), out)
+                if job.read_only_copy:
+                    # what an earlier attempt did never reaches this one, and without the
+                    # sandbox writing is refused too (as far as file modes go)
+                    worktree.write_protect(tree.root)
             except (OSError, EnvironmentProblem) as exc:
+                if tree is not None:
+                    worktree.remove(tree)
+                    tree = None
                 return unlaunched_run(job, rdir, workspace, f"worktree: {exc}", "worktree_failed")
         cwd = tree.cwd if tree else workspace
         request = SeatRequest(
@@ -282,7 +297,7 @@ def execute_seat(
             )
             if planted:
                 _tampered(run_doc, planted)
-            if tree is not None:
+            if tree is not None and job.writable:
                 try:
                     with worktree.inspect(tree) as seen:
                         changed, deleted = seen.changes()
@@ -503,7 +518,13 @@ def run_document(
         "executable_version": executable_version,
         "timeout_seconds": job.seat.timeout_seconds,
         "execution_mode": job.execution_mode,
-        "workspace_access": "detached-worktree" if job.writable else "shared-checkout",
+        "workspace_access": (
+            "detached-worktree"
+            if job.writable
+            else "read-only-copy"
+            if job.read_only_copy
+            else "shared-checkout"
+        ),
         "read_only_enforcement": "not-applicable" if job.writable else read_only_enforcement,
         "settings_not_applied": list(settings_not_applied),
         "changed_files": None,

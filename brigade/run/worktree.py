@@ -181,6 +181,41 @@ def _record(out: Path, root: Path, repo: Repo) -> Path:
     return out / LEDGER_DIR / f"{root.name}.json"
 
 
+def write_protect(root: Path) -> None:
+    """Take the write bits off every folder and file under `root` (links untouched): a
+    read-only copy stays as it was made, as far as file modes go (the sandbox holds it
+    read-only whatever the modes)."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(folder, name))]
+        for name in files:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode):
+                os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o222)
+    # folders last, deepest first: their files were changed while they were writable
+    for folder, _, _ in sorted(os.walk(root), key=lambda entry: -entry[0].count(os.sep)):
+        info = os.lstat(folder)
+        os.chmod(folder, stat.S_IMODE(info.st_mode) & ~0o222)
+
+
+def _writable_again(root: Path) -> None:
+    """Give the owner back every folder under `root` (no link followed), so it can be removed
+    whatever modes a copy was given or a process set."""
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            info = os.lstat(folder)
+            if not stat.S_ISDIR(info.st_mode):
+                continue
+            if stat.S_IMODE(info.st_mode) & 0o700 != 0o700:
+                os.chmod(folder, stat.S_IMODE(info.st_mode) | 0o700)
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        stack += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+
+
 def remove(worktree: Worktree) -> None:
     """Remove the worktree folder and git's record of it (best effort, never raises), then
     its ledger record.
@@ -192,6 +227,7 @@ def remove(worktree: Worktree) -> None:
     git = repository_git(worktree.repo)
     with _git_lock:
         # twice --force: a lock the seat wrote keeps nothing
+        _writable_again(worktree.root)
         git.run(["worktree", "remove", "--force", "--force", str(worktree.root)])
         shutil.rmtree(worktree.root, ignore_errors=True)
         _drop_registration(worktree)
