@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from agents.fake_cli import install
-from conftest import FAKE_CLI, Project, brigade_command
+from conftest import FAKE_CLI, Project, brigade_command, git
 
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
@@ -343,6 +343,33 @@ def test_executor_settings_are_checked_before_anything_runs(project: Project) ->
     project.write_roster(executor={"kind": "dask", "scheduler": "localhost"})
     refused = project.run()
     assert refused.returncode == 2 and "executor.scheduler" in refused.stderr, refused.stderr
+    assert project.launches() == 0
+
+
+def test_cases_with_their_own_workspace_are_refused_by_the_dask_executor(
+    project: Project,
+) -> None:
+    repo = project.root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    project.write_manifest(
+        [
+            {"id": "plain", "prompt": "answer: x"},
+            {"id": "own", "prompt": "answer: x", "workspace": {"repo": "repo"}, "setup": ["true"]},
+        ]
+    )
+    address = f"tcp://127.0.0.1:{free_port()}"  # refused before any connection is tried
+    for done in (
+        project.run("--executor", "dask", "--scheduler", address),
+        project.doit("executor=dask", f"scheduler={address}"),
+    ):
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert "cases[1].workspace: case 'own' has a workspace of its own, which the dask " in (
+            done.stderr
+        )
+        assert not project.out.exists()
     assert project.launches() == 0
 
 
