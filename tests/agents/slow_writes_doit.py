@@ -2,11 +2,12 @@
 
 Usage: python slow_writes_doit.py [doit arguments]. Every atomic write
 (brigade.fs.write_at, under every writer brigade has) pauses $SLOW_WRITE_SECONDS
-(default 0.02) after creating its temp file (still empty) and again before renaming
-it (complete), and doit's own DB dump pauses halfway through, so the reliability
-tests' kill -9 often hits a write in progress. With $HALF_DUMP_MARKER set, the DB dump instead creates
-that file halfway through and waits there for a minute (a kill is sure to land in
-it). The variables are removed from the environment so seats do not inherit them.
+(default 0.02) after creating its temp file (still empty) and again before
+renaming it (complete), and doit's own DB dump pauses halfway through, so the
+reliability tests' kill -9 often hits a write in progress. With
+$HALF_DUMP_MARKER set, the DB dump instead creates that file halfway through and
+waits there for a minute (a kill is sure to land in it). The variables are
+removed from the environment so seats do not inherit them.
 Nothing else changes: doit's own main runs the dodo as usual.
 """
 
