@@ -73,3 +73,43 @@ def test_prune_also_removes_cells_of_earlier_generations(project: Project) -> No
     assert sorted(p.name for p in (project.out / "cells").iterdir()) == [
         project.plan()["cells"][0]["cell_id"]
     ]
+
+
+def test_prune_removes_built_workspaces_no_cell_starts_from(project: Project) -> None:
+    from test_workspaces import world_project
+
+    world_project(project, setup=["echo first > built.txt"])
+    assert project.doit().returncode == 0
+    project.manifest.write_text(project.manifest.read_text().replace("first", "second"))
+    assert project.doit().returncode == 0
+    built = project.out / "workspaces"
+    assert len(list(built.iterdir())) == 2 + 1  # case b's earlier build is still there
+    leftover = built / ".0123abcd.killed"  # what a build that was killed left
+    (leftover / "tree").mkdir(parents=True)
+    (leftover / "tree" / "sub").mkdir()
+    (leftover / "tree" / "sub").chmod(0o500)
+    current = {p.name for p in built.iterdir()} - {leftover.name}
+
+    listed = project.brigade("prune", str(project.out))
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    stale_builds = [line for line in lines if line.startswith("workspace  not in the plan  ")]
+    assert len(stale_builds) == 2
+    assert f"workspace  not in the plan  workspaces/{leftover.name}" in stale_builds
+    assert lines[-1] == (
+        f"2 stale cell(s), 2 built workspace(s); brigade prune {project.out} --yes removes them"
+    )
+    pruned = project.brigade("prune", str(project.out), "--yes")
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout.splitlines()[-1].startswith(
+        "removed 2 stale cell(s), 2 built workspace(s); "
+    )
+    assert {p.name for p in built.iterdir()} == current - {
+        line.rsplit("/", 1)[1] for line in stale_builds
+    }
+    assert len(list(built.iterdir())) == 2
+    launches = project.launches()
+    again = project.doit()
+    assert again.returncode == 0, again.stderr
+    assert project.launches() == launches  # what the current cells start from was kept
+    assert project.brigade("prune", str(project.out)).stdout == "no stale cells\n"

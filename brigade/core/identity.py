@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 CELL_SCHEMA = "brigade.eval_cell.v1"
@@ -135,3 +136,9 @@ class TrialHasher:
             )
             for trial in range(1, trials + 1)
         ]
+
+
+def world_key(world: Mapping[str, Any]) -> str:
+    """The folder name of a built workspace (`<out>/workspaces/<key>`): the digest of a
+    case's world (commit or folder digest, setup digest)."""
+    return sha256_hex(canonical_json(dict(world)).encode("utf-8"))[:32]

@@ -315,20 +315,30 @@ def cmd_prune(args: argparse.Namespace) -> int:
     lock.acquire(out, wait=args.wait)
     plan = _load_plan(out)
     stale = prune.stale_cells(out, plan)
-    if not stale:
+    built = prune.stale_workspaces(out, plan)
+    if not stale and not built:
         say("no stale cells")
         return 0
     for cell in stale:
         why = "stale" if cell.listed else "not in the plan"
         say(f"{cell.coordinate or '?'}  {cell.state}  {why}  {store.CELLS_DIR}/{cell.cell_id}")
+    for name in built:
+        say(f"workspace  not in the plan  {prune.WORKSPACES_DIR}/{name}")
+    counted = f"{len(stale)} stale cell(s)"
+    if built:
+        counted += f", {len(built)} built workspace(s)"
     if not args.yes:
-        say(f"{len(stale)} stale cell(s); brigade prune {args.dir} --yes removes them")
+        say(f"{counted}; brigade prune {args.dir} --yes removes them")
+        return 0
+    prune.remove_workspaces(out, built)
+    if not stale:
+        say(f"removed {len(built)} built workspace(s)")
         return 0
     pruned = prune.remove(out, stale)
     finished = finish_run(out, pruned or plan, _plan_workspace(plan))
     if _leaked(finished.leaks):
         return EXIT_MEASUREMENT
-    say(f"removed {len(stale)} stale cell(s); summary.json, the export and the report rewritten")
+    say(f"removed {counted}; summary.json, the export and the report rewritten")
     return 0
 
 
@@ -876,7 +886,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("prune", cmd_prune)
     sub.add_argument("dir", type=Path, help="output directory")
-    sub.add_argument("--yes", action="store_true", help="remove the stale cells listed")
+    sub.add_argument(
+        "--yes", action="store_true", help="remove the stale cells and built workspaces listed"
+    )
     sub.add_argument("--wait", action="store_true", help="wait for a run holding the directory")
 
     sub = command("import", cmd_import)

@@ -4,7 +4,9 @@ A manifest edit keeps the cells it replaced on disk (stale, listed in
 plan.json `stale_cells`); cells of earlier generations, or of cases and
 seats since removed, stay too. `brigade prune` lists them all and, when
 asked, removes their folders and clears plan.json's stale list; the caller
-then finishes the output directory again (summary, export, report).
+then finishes the output directory again (summary, export, report). Built
+workspaces (`workspaces/<key>/`) no current cell starts from, those of a case
+whose setup or commit changed, are listed and removed with them.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from brigade import fs
+from brigade.core.identity import world_key
 from brigade.core.plan import PLAN_SCHEMA, Plan
 from brigade.outdir import caches, forgotten, store
 
@@ -50,6 +55,42 @@ def stale_cells(out: Path, plan: Plan) -> list[StaleCell]:
             )
         )
     return sorted(found, key=lambda cell: (not cell.listed, cell.coordinate or "", cell.cell_id))
+
+
+WORKSPACES_DIR = "workspaces"  # as run/workspaces builds them: <out>/workspaces/<key>/
+
+
+def stale_workspaces(out: Path, plan: Plan) -> list[str]:
+    """The built workspaces (`workspaces/<name>`, sorted) no current cell starts from: those
+    of a setup or a commit since changed, and what a build that was killed left."""
+    current = {world_key(world) for cell in plan.cells if (world := cell.world()) is not None}
+    try:
+        entries = list(os.scandir(out / WORKSPACES_DIR))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(entry.name for entry in entries if entry.name not in current)
+
+
+def remove_workspaces(out: Path, names: list[str]) -> None:
+    """Remove these built workspaces (the caller holds the lock; a link only as a link)."""
+    root = out / WORKSPACES_DIR
+    for name in names:
+        folder = root / name
+        if os.path.islink(folder) or not folder.is_dir():
+            fs.remove(folder)
+            continue
+        _writable(folder)
+        shutil.rmtree(folder)
+
+
+def _writable(root: Path) -> None:
+    """Owner write access back on every folder under `root` (a setup may have taken it off),
+    so it can be removed; no link followed."""
+    for folder, dirs, _ in os.walk(root):
+        info = os.lstat(folder)
+        if stat.S_IMODE(info.st_mode) & 0o700 != 0o700:
+            os.chmod(folder, stat.S_IMODE(info.st_mode) | 0o700)
+        dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(folder, name))]
 
 
 def remove(out: Path, cells: list[StaleCell]) -> Plan | None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brigade.core.identity import canonical_json, sha256_hex, text_digest
+from brigade.core.identity import canonical_json, text_digest, world_key
 from brigade.core.specs import Case, Manifest, SetupSpec, WorkspaceSpec
 from brigade.errors import InputError
 from brigade.outdir import store
@@ -159,12 +159,6 @@ def setup_digest(setup: SetupSpec, base: Path) -> str:
 
 
 # -- the built starting state ------------------------------------------------------------
-
-
-def world_key(world: Mapping[str, Any]) -> str:
-    """The folder name of a built workspace: the digest of its identity (commit or folder
-    digest, setup digest)."""
-    return sha256_hex(canonical_json(dict(world)).encode("utf-8"))[:32]
 
 
 def folder(out: Path, world: Mapping[str, Any]) -> Path:
