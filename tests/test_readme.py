@@ -312,3 +312,40 @@ def test_the_contracts_name_exactly_the_states_and_identity_fields_of_the_code()
         fields_of_code += [f"{key}.{sub}" for sub in value] if isinstance(value, dict) else [key]
     assert sorted(named) == sorted(fields_of_code)
     assert identity.CELL_SCHEMA in fields
+
+
+def test_the_two_project_battery_runs_as_documented(repo_copy: Path) -> None:
+    """docs/coding-benchmarks.md's battery over two projects, with exactly the documented
+    commands, right after the README's set-up (pytest is already there: pip installs
+    nothing, and needs no network)."""
+    import shlex
+
+    install, run = block_after("coding-command", page("coding-benchmarks.md")).split(" && ")
+    assert shlex.split(install) == [".venv/bin/pip", "install", "pytest"]
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "pytest"]
+    assert subprocess.run(pip, capture_output=True, text=True, timeout=120).returncode == 0
+    documented = shlex.split(run)
+    assert documented[0] == ".venv/bin/brigade"
+    command = [*brigade_command(), *documented[1:]]
+    for _ in range(2):  # the second run: nothing runs, the same verdict
+        done = subprocess.run(command, cwd=repo_copy, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, done.stderr
+    out = repo_copy / ".brigade" / "evals" / "coding"
+    plan = json.loads((out / "plan.json").read_text())
+    states = {
+        cell["coordinate"]: json.loads((out / "cells" / cell["cell_id"] / "cell.json").read_text())[
+            "state"
+        ]
+        for cell in plan["cells"]
+    }
+    assert states == {
+        "fix-add:fixer:1": "accepted",
+        "fix-add:hasty:1": "rejected",
+        "fix-total:fixer:1": "accepted",
+        "fix-total:hasty:1": "accepted",
+    }
+    assert "[1/4]" not in done.stderr  # the second run ran no cell
+    # one build per project; the shop's setup built its catalogue there, not in the checkout
+    assert len(list((out / "workspaces").iterdir())) == 2
+    assert not (repo_copy / "manifests" / "shop" / "build").exists()
+    assert "return a - b" in (repo_copy / "manifests" / "fixit" / "calc.py").read_text()

@@ -1,5 +1,5 @@
-"""An offline stand-in for a coding agent: asked to fix calc.py, it edits the file in the
-folder it runs in (its own worktree) and says what it did.
+"""An offline stand-in for a coding agent: asked to fix calc.py (or the shop's total.py),
+it edits the file in the folder it runs in (its own worktree) and says what it did.
 
 DEMO_STYLE=make-mistakes makes it hasty: its fix passes two of the three tests.
 """
@@ -10,6 +10,11 @@ from pathlib import Path
 
 prompt = sys.stdin.read()
 hasty = os.environ.get("DEMO_STYLE") == "make-mistakes"
+shop = Path("total.py")
+if "total.py" in prompt and shop.is_file():
+    shop.write_text(shop.read_text().replace("sum(amounts[1:])", "sum(amounts)"))
+    print("Fixed total() in total.py: it now sums every amount.")
+    sys.exit(0)
 source = Path("calc.py")
 if "calc.py" not in prompt or not source.is_file():
     print("I found nothing to fix.")
