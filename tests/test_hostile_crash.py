@@ -11,10 +11,12 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from conftest import Project, git, git_workspace, wait_for
-from reliability import start_brigade_run
+from reliability import start_brigade_run, start_doit
 from test_hostile_git import checkout_state, gc_works
 
 from brigade.run import worktree
@@ -66,21 +68,32 @@ def leftovers(tmp: Path) -> list[str]:
     return sorted(p.name for p in tmp.iterdir() if p.name.startswith("brigade-worktree-"))
 
 
-def kill_then_resume(project: Project, tmp_path: Path, slow: str) -> dict[str, Path]:
-    tmp = tmp_path / "tmp"
-    paths = crash_project(project, tmp, slow)
-    before = checkout_state(project.workspace)
-    running = start_brigade_run(project, TMPDIR=str(tmp))
+def killed(project: Project, tmp: Path, paths: dict[str, Path], door: str = "brigade") -> None:
+    """Start a run and kill -9 it (brigade and all it started) once the slow part waits."""
+    start = start_doit if door == "doit" else start_brigade_run
+    running = start(project, TMPDIR=str(tmp))
     try:
-        wait_for(paths["waiting"].exists, 60, f"the {slow} waiting")
+        wait_for(paths["waiting"].exists, 60, "the slow part waiting")
     finally:
         os.killpg(running.pid, signal.SIGKILL)
         running.wait()
+
+
+def kill_then_resume(
+    project: Project, tmp_path: Path, slow: str, door: str = "brigade"
+) -> dict[str, Path]:
+    tmp = tmp_path / "tmp"
+    paths = crash_project(project, tmp, slow)
+    before = checkout_state(project.workspace)
+    killed(project, tmp, paths, door)
     # what the crash left: the folder, and its registration in the checkout
     assert leftovers(tmp)
     assert checkout_state(project.workspace) != before
     paths["fast"].touch()
-    result = project.run(TMPDIR=str(tmp))
+    if door == "doit":
+        result = project.doit(TMPDIR=str(tmp))
+    else:
+        result = project.run(TMPDIR=str(tmp))
     assert "Traceback" not in result.stderr
     assert "removed 1 worktree(s) left by a run that was killed" in result.stderr
     assert project.receipt("c:agent:1")["state"] == "accepted", result.stderr
@@ -93,10 +106,17 @@ def kill_then_resume(project: Project, tmp_path: Path, slow: str) -> dict[str, P
     return paths
 
 
+@pytest.mark.parametrize("door", ["brigade", "doit"])
 def test_a_kill_during_a_command_grader_leaves_no_worktree_after_the_next_run(
-    project: Project, tmp_path: Path
+    project: Project, tmp_path: Path, door: str
 ) -> None:
-    kill_then_resume(project, tmp_path, "grader")
+    """... and the resume grades the finished seat run (in its attempt) instead of running
+    the seat again."""
+    paths = kill_then_resume(project, tmp_path, "grader", door)
+    assert len(paths["launches"].read_text().splitlines()) == 1
+    assert project.attempts("c:agent:1") == ["attempt-001"]
+    receipt = project.receipt("c:agent:1")
+    assert receipt["attempt"] == 1 and receipt["acceptance"]["graders_passed"] == 1
 
 
 def test_a_kill_during_a_seat_run_leaves_no_worktree_after_the_next_run(
@@ -128,12 +148,65 @@ def test_a_forged_ledger_record_never_removes_a_worktree_of_the_users(
         (ledger / f"{root.name}.json").write_text(json.dumps(record))
     (ledger / "brigade-worktree-x.json").write_text("[" * 100_000)
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from pathlib import Path; "
-         "from brigade.run import worktree; print(worktree.remove_leftovers(Path(sys.argv[1])))",
-         str(project.out)],
-        capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp)},
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; "
+            "from brigade.run import worktree; print(worktree.remove_leftovers(Path(sys.argv[1])))",
+            str(project.out),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
     )
     assert done.stdout.strip() == "0", done.stderr
     assert os.listdir(ledger) == []
     assert mine.is_dir() and other.is_dir()
     assert checkout_state(project.workspace) == before
+
+
+def tamper_final(rdir: Path) -> None:
+    (rdir / "final.txt").write_text("another answer\n")
+
+
+def tamper_patch(rdir: Path) -> None:
+    with open(rdir / "changes.patch", "a") as handle:
+        handle.write("\n")
+
+
+def cut_record(rdir: Path) -> None:
+    data = (rdir / "seat_run.json").read_bytes()
+    (rdir / "seat_run.json").write_bytes(data[: len(data) // 2])
+
+
+def forge_record(rdir: Path) -> None:
+    record = json.loads((rdir / "seat_run.json").read_text())
+    record["attempt"] = 2
+    (rdir / "seat_run.json").write_text(json.dumps(record))
+
+
+def drop_snapshot(rdir: Path) -> None:
+    for path in sorted((rdir / "changes").rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+
+
+@pytest.mark.parametrize(
+    "tamper", [tamper_final, tamper_patch, cut_record, forge_record, drop_snapshot]
+)
+def test_a_finished_seat_run_changed_since_runs_again(
+    project: Project, tmp_path: Path, tamper: Callable[[Path], None]
+) -> None:
+    """A seat run whose record is cut, forged, or whose files no longer have the digests
+    it recorded, is not graded: the seat runs again in a new attempt."""
+    tmp = tmp_path / "tmp"
+    paths = crash_project(project, tmp, "grader")
+    killed(project, tmp, paths)
+    rdir = project.cell_dir("c:agent:1") / "attempts" / "attempt-001" / "run"
+    assert (rdir / "seat_run.json").exists()
+    tamper(rdir)
+    paths["fast"].touch()
+    result = project.run(TMPDIR=str(tmp))
+    assert "Traceback" not in result.stderr
+    assert len(paths["launches"].read_text().splitlines()) == 2
+    receipt = project.receipt("c:agent:1")
+    assert receipt["attempt"] == 2 and receipt["state"] == "accepted", result.stderr

@@ -58,11 +58,28 @@ def test_a_crashed_cell_keeps_its_start_and_gets_a_new_attempt(finished_battery:
     receipt = json.loads(path.read_text())
     running = {**receipt, "state": "running"}  # as a run killed mid-way leaves it
     path.write_text(json.dumps(running))
+    # killed while the seat ran: no record of a finished seat run
+    (Path(receipt["run_dir"]) / runner.SEAT_RUN).unlink()
     session = opened(finished_battery)
     assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "run"
     again = finished_battery.receipt("ok:agent:1")
     assert (again["state"], again["attempt"]) == ("accepted", 2)
     assert again["started_at"] == receipt["started_at"]
+
+
+def test_a_cell_killed_while_grading_is_graded_from_its_finished_seat_run(
+    finished_battery: Project,
+) -> None:
+    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    receipt = json.loads(path.read_text())
+    path.write_text(json.dumps({**receipt, "state": "running"}))
+    launches = finished_battery.launches()
+    session = opened(finished_battery)
+    assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "regrade"
+    again = finished_battery.receipt("ok:agent:1")
+    assert (again["state"], again["attempt"]) == ("accepted", 1)
+    assert again["started_at"] == receipt["started_at"]
+    assert finished_battery.launches() == launches
 
 
 def test_every_run_document_has_the_same_keys(finished_battery: Project) -> None:

@@ -39,6 +39,7 @@ FILES = {
     "brigade.forgotten.v1": "forgotten.v1.json",
     "brigade.compare.v1": "compare.v1.json",
     "brigade.workspace.v1": "workspace.v1.json",
+    "brigade.seat_run.v1": "seat_run.v1.json",
 }
 
 

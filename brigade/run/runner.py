@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brigade import fs
 from brigade.core.accounting import model_runs
 from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA
@@ -31,6 +33,7 @@ from brigade.core.taxonomy import (
 from brigade.core.terminal import printable
 from brigade.core.usage import Price, Usage, UsageError, priced, usage_document, usage_from_document
 from brigade.errors import TamperedOutput
+from brigade.inputs import schemas
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, reuse, workspaces, worktree
@@ -39,6 +42,9 @@ from brigade.run.seat import (
     FINAL,
     RUN_DIR_VARIABLE,
     RUN_RECORD,
+    RUN_SCHEMA,
+    TRANSCRIPT,
+    WORKER_RESULTS,
     execute_seat,
     read_text,
     record_run,
@@ -117,6 +123,8 @@ def bring_up_to_date(
     )
     if action in ("skip", "regrade"):
         return action
+    if not always and source is None and resume_finished(ctx, cell, receipt, recorded_attempt):
+        return "regrade"
     if source is None and hand is not None:
         hand(cell)
         return "queued"
@@ -130,6 +138,85 @@ def bring_up_to_date(
     else:
         finish(ctx, cell, attempt, started_at, run_seat(ctx, cell, attempt), None)
     return action
+
+
+# <attempt>/run/seat_run.json: the seat run of the attempt was recorded, its graders may run
+SEAT_RUN = "seat_run.json"
+SEAT_RUN_SCHEMA = "brigade.seat_run.v1"
+# the files of a recorded seat run that grading and the receipt read (and the snapshot)
+_RECORDED = (FINAL, RUN_RECORD, WORKER_RESULTS, TRANSCRIPT, worktree.PATCH)
+_SNAPSHOT = worktree.CHANGES_DIR + "/"
+
+
+def _recorded_files(rdir: Path) -> dict[str, str | None]:
+    files = {name: store.file_digest(rdir / name) for name in _RECORDED}
+    files[_SNAPSHOT] = worktree.snapshot_digest(rdir)
+    return files
+
+
+def write_finished_run(rdir: Path, cell: Cell, attempt: int) -> None:
+    """Record that the attempt's seat run is recorded in full (`seat_run.json`: the digest
+    of every file of it graders and the receipt read), before its graders run."""
+    doc = {
+        "schema": SEAT_RUN_SCHEMA,
+        "cell_id": cell.cell_id,
+        "attempt": attempt,
+        "files": _recorded_files(rdir),
+    }
+    store.write_json(rdir / SEAT_RUN, doc, SEAT_RUN_SCHEMA, sync_dir=False)
+
+
+def finished_run(out: Path, cell: Cell, attempt: int) -> dict[str, Any] | None:
+    """The run.json of an attempt whose seat run was recorded in full and is as recorded
+    (its `seat_run.json` is brigade's, for this cell and attempt, and every file it names
+    has its digest); None otherwise: the seat runs again."""
+    rdir = store.run_dir(out, cell.cell_id, attempt)
+    # every folder on the way is the output directory's own (no link to elsewhere)
+    folder = store.cell_dir(out, cell.cell_id)
+    for part in ("", store.ATTEMPTS_DIR, store.attempt_name(attempt), store.RUN_DIR):
+        folder = folder / part if part else folder
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return None
+        except OSError:
+            return None
+    record = fs.load_json(rdir / SEAT_RUN)
+    if (
+        not isinstance(record, dict)
+        or schemas.problems(record, SEAT_RUN_SCHEMA)
+        or record["cell_id"] != cell.cell_id
+        or record["attempt"] != attempt
+        or record["files"] != _recorded_files(rdir)
+    ):
+        return None
+    run_doc = store.read_json(rdir / RUN_RECORD)
+    if not isinstance(run_doc, dict) or schemas.problems(run_doc, RUN_SCHEMA):
+        return None
+    return run_doc
+
+
+def resume_finished(
+    ctx: RunContext,
+    cell: Cell,
+    receipt: dict[str, Any] | None,
+    recorded_attempt: int | None,
+) -> bool:
+    """A cell whose last run was killed after its seat run was recorded (while grading):
+    graded here from that run, in the same attempt, the seat not run again. False when
+    the receipt is not such a crashed attempt's."""
+    if receipt is None or receipt["state"] != "running" or recorded_attempt is None:
+        return False
+    if receipt.get("attempt") != recorded_attempt:
+        return False
+    run_doc = finished_run(ctx.out, cell, recorded_attempt)
+    if run_doc is None:
+        return False
+    if ctx.budget is not None and not ctx.budget.admit(cell, seat=False):
+        return False
+    _end_crashed_seat(ctx.out, cell, recorded_attempt)
+    _remove_crash_leftovers(ctx.out, cell.cell_id, recorded_attempt)
+    finish(ctx, cell, recorded_attempt, receipt["started_at"], run_doc, None)
+    return True
 
 
 def start_attempt(
@@ -445,6 +532,9 @@ def finish(
         changes = changes_digest(rdir, run_doc)
     verdict = classify_run(facts_from_run(run_doc))
     grading: graders.Grading | None = None
+    if reused is None:
+        # graders may take long: a run killed while they run resumes from here
+        write_finished_run(rdir, cell, attempt)
     if verdict is None:
         # a reused run's graders whose inputs are unchanged reuse its source's results
         earlier = reuse.earlier_of(ctx.out, source) if source is not None else None

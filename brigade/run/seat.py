@@ -43,7 +43,7 @@ TRANSCRIPT = "transcript.json"
 SEAT_DIR = store.SEAT_DIR
 # what brigade writes in a run folder once the seat has ended: nothing but a regular file of
 # its own may be there then (a judge's folder keeps its last grading's), never `changes`
-RUN_FILES = (FINAL, RUN_RECORD, WORKER_RESULTS, TRANSCRIPT, worktree.PATCH)
+RUN_FILES = (FINAL, RUN_RECORD, WORKER_RESULTS, TRANSCRIPT, worktree.PATCH, "seat_run.json")
 # set for every seat process (and so for all it starts): its attempt's run folder
 RUN_DIR_VARIABLE = "BRIGADE_RUN_DIR"
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -476,6 +477,43 @@ def snapshot(worktree: Worktree, changed: list[str], run_dir: Path) -> list[str]
         finally:
             os.close(folder)
     return skipped
+
+
+def snapshot_digest(run_dir: Path) -> str | None:
+    """sha256 over the snapshot folder `run_dir/changes`: every name in it, a link by its
+    target (never followed), a file by its bytes' digest, anything else by its kind; None
+    when there is none."""
+    root = run_dir / CHANGES_DIR
+    try:
+        if not stat.S_ISDIR(os.lstat(root).st_mode):
+            return None
+    except OSError:
+        return None
+    digest = hashlib.sha256()
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        try:
+            entries = sorted(os.scandir(root / relative), key=lambda entry: entry.name)
+        except OSError:
+            digest.update(f"?\0{relative}\0".encode())
+            continue
+        for entry in entries:
+            name = f"{relative}/{entry.name}" if relative else entry.name
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                digest.update(f"l\0{name}\0{os.readlink(entry.path)}\0".encode())
+            elif stat.S_ISDIR(mode):
+                digest.update(f"d\0{name}\0".encode())
+                stack.append(name)
+            elif stat.S_ISREG(mode):
+                digest.update(f"f\0{name}\0{store.file_digest(entry.path)}\0".encode())
+            else:
+                digest.update(f"o\0{name}\0".encode())
+    return "sha256:" + digest.hexdigest()
 
 
 class SnapshotWorkspace:
