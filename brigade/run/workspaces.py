@@ -72,6 +72,7 @@ def resolve(manifest: Manifest) -> Manifest:
         return manifest
     commits: dict[tuple[str, str], str] = {}
     digests: dict[str, str] = {}
+    setups: dict[tuple[Any, ...], str] = {}
     problems: list[str] = []
     cases: list[Case] = []
     base = manifest.directory
@@ -96,7 +97,10 @@ def resolve(manifest: Manifest) -> Manifest:
             workspace = dataclasses.replace(workspace, digest=digests[workspace.path])
         setup = case.setup
         if setup is not None:
-            setup = dataclasses.replace(setup, digest=setup_digest(setup, base))
+            known = (setup.commands, setup.inputs)  # cases sharing a setup: one digest
+            if known not in setups:
+                setups[known] = setup_digest(setup, base)
+            setup = dataclasses.replace(setup, digest=setups[known])
         cases.append(case._replace(workspace=workspace, setup=setup))
     if problems:
         raise InputError("\n".join(problems))
@@ -112,10 +116,9 @@ def resolve(manifest: Manifest) -> Manifest:
 def _commit_of(path: str, revision: str, where: str) -> str | InputError:
     if revision.startswith("-"):
         return InputError(f"{where}.commit: {revision!r} is not a revision")
-    code, out, err = git(["rev-parse", "--is-inside-work-tree"], Path(path), timeout=60)
+    code, out, err = git(["rev-parse", "--git-dir"], Path(path), timeout=60)
     if code is None:
         return InputError(f"{where}: git could not be run (a repo workspace needs it)")
-    code, out, err = git(["rev-parse", "--git-dir"], Path(path), timeout=60)
     if code != 0:
         return InputError(f"{where}.repo: {path} is not a git repository")
     code, out, err = git(
