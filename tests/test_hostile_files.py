@@ -78,6 +78,7 @@ for folder in (run_dir, os.path.join(run_dir, "..", "run")):
         ("changes.patch", os.environ["VICTIM"]),
         ("final.txt", os.environ["VICTIM"]),
         ("run.json", os.environ["VICTIM"]),
+        ("seat_run.json", os.environ["VICTIM"]),
         ("changes", os.environ["CHECKOUT_GIT"]),
     ):
         try:
@@ -130,7 +131,7 @@ def test_links_a_seat_plants_redirect_none_of_brigades_writes(
     assert not Path("/tmp/pwned").exists()
     receipt = project.receipt("a:agent:1")
     run_dir = Path(receipt["run_dir"])
-    for name in ("final.txt", "run.json", "changes.patch"):
+    for name in ("final.txt", "run.json", "changes.patch", "seat_run.json"):
         assert not (run_dir / name).is_symlink()
     assert (run_dir / "changes" / "description").read_text() == "chosen by the seat\n"
     assert not (run_dir / "changes").is_symlink()
@@ -153,7 +154,8 @@ def test_links_a_seat_plants_redirect_none_of_brigades_writes(
 FOLDERS = """\
 run_dir = os.environ["BRIGADE_RUN_DIR"]
 for folder in (run_dir, os.path.join(run_dir, "..", "run")):
-    for name in ("final.txt", "worker-results.json", "run.json", "transcript.json"):
+    for name in ("final.txt", "worker-results.json", "run.json", "transcript.json",
+                 "seat_run.json"):
         try:
             os.makedirs(os.path.join(folder, name, "inside"))
         except OSError:
@@ -181,7 +183,7 @@ def test_folders_where_brigade_writes_run_files_end_in_a_verdict(
         assert receipt["state"] == "accepted"
     else:
         assert receipt["state"] == "execution_error"
-        for name in ("final.txt", "worker-results.json", "run.json"):
+        for name in ("final.txt", "worker-results.json", "run.json", "seat_run.json"):
             assert f"run/{name}" in receipt["failure_detail"]
     # the next run finds the cell decided: nothing runs again, the same exit code
     again = project.run()

@@ -73,6 +73,8 @@ def test_a_cell_killed_while_grading_is_graded_from_its_finished_seat_run(
     path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
     receipt = json.loads(path.read_text())
     path.write_text(json.dumps({**receipt, "state": "running"}))
+    # killed while grading: the attempt has no receipt of its own yet
+    (path.parent / "attempts" / "attempt-001" / "cell.json").unlink()
     launches = finished_battery.launches()
     session = opened(finished_battery)
     assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "regrade"
@@ -80,6 +82,22 @@ def test_a_cell_killed_while_grading_is_graded_from_its_finished_seat_run(
     assert (again["state"], again["attempt"]) == ("accepted", 1)
     assert again["started_at"] == receipt["started_at"]
     assert finished_battery.launches() == launches
+
+
+def test_a_cell_killed_before_its_cell_json_keeps_its_attempts_receipt(
+    finished_battery: Project,
+) -> None:
+    """Killed after the attempt's own receipt was written, before cell.json: that receipt,
+    written once, becomes the cell's (nothing graded or written again)."""
+    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    copy = finished_battery.cell_dir("ok:agent:1") / "attempts" / "attempt-001" / "cell.json"
+    written = copy.read_bytes()
+    receipt = json.loads(path.read_text())
+    path.write_text(json.dumps({**receipt, "state": "running"}))
+    session = opened(finished_battery)
+    assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "regrade"
+    assert copy.read_bytes() == written
+    assert path.read_bytes() == written
 
 
 def test_every_run_document_has_the_same_keys(finished_battery: Project) -> None:

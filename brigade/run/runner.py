@@ -215,6 +215,17 @@ def resume_finished(
         return False
     _end_crashed_seat(ctx.out, cell, recorded_attempt)
     _remove_crash_leftovers(ctx.out, cell.cell_id, recorded_attempt)
+    copy = store.attempt_dir(ctx.out, cell.cell_id, recorded_attempt) / store.RECEIPT_FILE
+    if os.path.lexists(copy):
+        # killed between the attempt's receipt and cell.json: that receipt, written once,
+        # is the attempt's (when whole and valid), else the cell runs a new attempt
+        done = store.trusted_receipt(store.read_json(copy), cell.cell_id)
+        if done is None or done["state"] == "running" or done.get("attempt") != recorded_attempt:
+            return False
+        if schemas.problems(done, CELL_SCHEMA):
+            return False
+        store.write_receipt(ctx.out, done)
+        return True
     finish(ctx, cell, recorded_attempt, receipt["started_at"], run_doc, None)
     return True
 
