@@ -65,10 +65,15 @@ def test_corrupt_and_truncated_receipts_rerun(project: Project) -> None:
     finished(project)
     (project.cell_dir("ok:agent:1") / "cell.json").write_text('{"schema": "brigade.eval_ce')
     (project.cell_dir("no:agent:1") / "cell.json").write_text("not json at all")
-    assert project.doit().returncode == 3
-    assert project.launches() == 7
+    # nested past any parser's recursion (issue 27, item 3): read as corrupt, no traceback
+    (project.cell_dir("free:agent:1") / "cell.json").write_text("[" * 200_000)
+    done = project.doit()
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr
+    assert project.launches() == 8
     assert project.receipt("ok:agent:1")["attempt"] == 2
     assert project.receipt("no:agent:1")["attempt"] == 2
+    assert project.receipt("free:agent:1")["attempt"] == 2
     assert project.states()["ok:agent:1"] == "accepted"
 
 
