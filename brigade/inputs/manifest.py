@@ -48,6 +48,8 @@ def manifest_from_document(
     resolved_cases: list[dict[str, Any]] = []
     cases: list[Case] = []
     first_index: dict[str, int] = {}
+    known_workspaces: dict[str, WorkspaceSpec] = {}
+    known_setups: dict[str, SetupSpec] = {}
     for index, raw in enumerate(doc["cases"]):
         case_id = raw["id"]
         if case_id in first_index:
@@ -68,16 +70,25 @@ def manifest_from_document(
             prompt = normalize_prompt(raw["prompt"])
         resolved_cases.append({**raw, "prompt": prompt})
         where = f"{label}: cases[{index}]"
-        workspace = (
-            _workspace(raw["workspace"], base, f"{where}.workspace", problems)
-            if "workspace" in raw
-            else default_workspace
-        )
-        setup = (
-            _setup(raw["setup"], base, f"{where}.setup", problems)
-            if "setup" in raw
-            else default_setup
-        )
+        # cases sharing a workspace or a setup: its paths checked once (a problem is said
+        # for every case that has it)
+        workspace = default_workspace
+        if "workspace" in raw:
+            key = canonical_json(raw["workspace"])
+            workspace = known_workspaces.get(key) or _workspace(
+                raw["workspace"], base, f"{where}.workspace", problems
+            )
+            if workspace is not None:
+                known_workspaces[key] = workspace
+        setup = default_setup
+        if "setup" in raw:
+            key = canonical_json(raw["setup"])
+            setup = known_setups.get(key)
+            if setup is None:
+                said = len(problems)
+                setup = _setup(raw["setup"], base, f"{where}.setup", problems)
+                if setup is not None and len(problems) == said:
+                    known_setups[key] = setup
         if setup is not None and workspace is None:
             problems.append(
                 f"{where}: setup needs a workspace of the case's own "

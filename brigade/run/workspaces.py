@@ -70,7 +70,7 @@ def resolve(manifest: Manifest) -> Manifest:
     as it is."""
     if not any(case.workspace is not None for case in manifest.cases):
         return manifest
-    commits: dict[tuple[str, str], str] = {}
+    commits = _commits(manifest.cases)
     digests: dict[str, str] = {}
     setups: dict[tuple[Any, ...], str] = {}
     problems: list[str] = []
@@ -83,14 +83,11 @@ def resolve(manifest: Manifest) -> Manifest:
             continue
         where = f"{manifest.path}: cases[{index}].workspace"
         if workspace.kind == "repo":
-            key = (workspace.path, workspace.revision or "HEAD")
-            if key not in commits:
-                found = _commit_of(workspace.path, key[1], where)
-                if isinstance(found, InputError):
-                    problems.append(str(found))
-                    continue
-                commits[key] = found
-            workspace = dataclasses.replace(workspace, commit=commits[key])
+            found = commits[workspace.path, workspace.revision or "HEAD"]
+            if isinstance(found, InputError):
+                problems.append(str(found).replace(_WHERE, where))
+                continue
+            workspace = dataclasses.replace(workspace, commit=found)
         else:
             if workspace.path not in digests:
                 digests[workspace.path] = folder_digest(Path(workspace.path))
@@ -113,22 +110,59 @@ def resolve(manifest: Manifest) -> Manifest:
     )
 
 
+_WHERE = "\0where\0"  # a problem's place, filled in for each case that has it
+
+
+def _commits(cases: Iterable[Case]) -> dict[tuple[str, str], str | InputError]:
+    """Each distinct (repository, revision) of the cases resolved, several repositories at
+    once (a git process each)."""
+    keys = sorted(
+        {
+            (case.workspace.path, case.workspace.revision or "HEAD")
+            for case in cases
+            if case.workspace is not None and case.workspace.kind == "repo"
+        }
+    )
+    if len(keys) <= 1:
+        return {key: _commit_of(key[0], key[1], _WHERE) for key in keys}
+    found: dict[tuple[str, str], str | InputError] = {}
+
+    def look_up(key: tuple[str, str]) -> None:
+        found[key] = _commit_of(key[0], key[1], _WHERE)
+
+    for start in range(0, len(keys), 8):  # eight gits at a time
+        threads = [threading.Thread(target=look_up, args=(key,)) for key in keys[start : start + 8]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    return found
+
+
 def _commit_of(path: str, revision: str, where: str) -> str | InputError:
     if revision.startswith("-"):
         return InputError(f"{where}.commit: {revision!r} is not a revision")
-    code, out, err = git(["rev-parse", "--git-dir"], Path(path), timeout=60)
-    if code is None:
-        return InputError(f"{where}: git could not be run (a repo workspace needs it)")
-    if code != 0:
-        return InputError(f"{where}.repo: {path} is not a git repository")
+    # one git: its folder's line says it is a repository, the next the commit's sha
     code, out, err = git(
-        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"],
+        [
+            "rev-parse",
+            "--git-dir",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            f"{revision}^{{commit}}",
+        ],
         Path(path),
         timeout=60,
     )
-    if code != 0 or not out.strip():
+    if code is None:
+        return InputError(f"{where}: git could not be run (a repo workspace needs it)")
+    lines = out.splitlines()
+    if not lines:
+        return InputError(f"{where}.repo: {path} is not a git repository")
+    if code != 0 or len(lines) != 2:
         return InputError(f"{where}.commit: {revision!r} is not a commit of {path}")
-    return out.strip()
+    return lines[1]
 
 
 def folder_digest(root: Path) -> str:
