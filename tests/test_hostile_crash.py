@@ -19,7 +19,9 @@ from conftest import Project, git, git_workspace, wait_for
 from reliability import start_brigade_run, start_doit
 from test_hostile_git import checkout_state, gc_works
 
-from brigade.run import worktree
+from brigade.run import sandbox, worktree
+
+AVAILABLE = sandbox.probe()
 
 SEAT = """\
 import os, pathlib, sys, time
@@ -33,12 +35,15 @@ print("done")
 """
 
 
-def crash_project(project: Project, tmp: Path, slow: str) -> dict[str, Path]:
+def crash_project(project: Project, tmp: Path, slow: str, mode: str = "off") -> dict[str, Path]:
     """A writable run whose seat (`slow="seat"`) or command grader (`slow="grader"`) waits
-    to be killed unless `fast` exists; returns the paths the test watches."""
+    to be killed unless `fast` exists; returns the paths the test watches (in a folder
+    the seat and the grader may write, in the sandbox too)."""
     git_workspace(project)
-    paths = {name: project.root / name for name in ("launches", "fast", "waiting")}
-    script = project.root / "seat.py"
+    box = project.root / "box"
+    box.mkdir()
+    paths = {name: box / name for name in ("launches", "fast", "waiting")}
+    script = box / "seat.py"
     script.write_text(SEAT)
     seat_args = [paths["launches"], paths["fast"] if slow == "seat" else script]
     seat_args.append(paths["waiting"])
@@ -59,7 +64,10 @@ def crash_project(project: Project, tmp: Path, slow: str) -> dict[str, Path]:
         execution={"mode": "writable-worktree"},
     )
     cli = f"exec:{sys.executable} {script} " + " ".join(map(str, seat_args))
-    project.write_roster({"agent": {"cli": cli}})
+    seat: dict[str, object] = {"cli": cli}
+    if mode != "off":
+        seat["sandbox"] = {"mode": mode, "writable": [str(box)]}
+    project.write_roster({"agent": seat})
     tmp.mkdir()
     return paths
 
@@ -80,10 +88,10 @@ def killed(project: Project, tmp: Path, paths: dict[str, Path], door: str = "bri
 
 
 def kill_then_resume(
-    project: Project, tmp_path: Path, slow: str, door: str = "brigade"
+    project: Project, tmp_path: Path, slow: str, door: str = "brigade", mode: str = "off"
 ) -> dict[str, Path]:
     tmp = tmp_path / "tmp"
-    paths = crash_project(project, tmp, slow)
+    paths = crash_project(project, tmp, slow, mode)
     before = checkout_state(project.workspace)
     killed(project, tmp, paths, door)
     # what the crash left: the folder, and its registration in the checkout
@@ -106,13 +114,24 @@ def kill_then_resume(
     return paths
 
 
-@pytest.mark.parametrize("door", ["brigade", "doit"])
+@pytest.mark.parametrize(
+    "door, mode",
+    [
+        ("brigade", "off"),
+        ("doit", "off"),
+        pytest.param(
+            "brigade",
+            "required",
+            marks=pytest.mark.skipif(not AVAILABLE.ok, reason=f"no sandbox: {AVAILABLE.detail}"),
+        ),
+    ],
+)
 def test_a_kill_during_a_command_grader_leaves_no_worktree_after_the_next_run(
-    project: Project, tmp_path: Path, door: str
+    project: Project, tmp_path: Path, door: str, mode: str
 ) -> None:
     """... and the resume grades the finished seat run (in its attempt) instead of running
     the seat again."""
-    paths = kill_then_resume(project, tmp_path, "grader", door)
+    paths = kill_then_resume(project, tmp_path, "grader", door, mode)
     assert len(paths["launches"].read_text().splitlines()) == 1
     assert project.attempts("c:agent:1") == ["attempt-001"]
     receipt = project.receipt("c:agent:1")
