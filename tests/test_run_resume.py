@@ -52,7 +52,9 @@ def test_running_cell_reruns_as_next_attempt_keeping_started_at(project: Project
     crashed.update(state="running", started_at="2020-01-02T03:04:05.000Z")
     write_receipt(project, "ok:agent:1", crashed)
     # killed while the seat ran: its run was never recorded as finished
-    (project.cell_dir("ok:agent:1") / "attempts/attempt-001/run/seat_run.json").unlink()
+    (project.cell_dir("ok:agent:1") / "attempts/attempt-001/run/seat_run.json").unlink(
+        missing_ok=True
+    )
     assert project.doit().returncode == 3
     after = project.receipt("ok:agent:1")
     assert (after["state"], after["attempt"]) == ("accepted", 2)
@@ -229,7 +231,7 @@ def test_temp_files_of_interrupted_writes_are_cleaned_up(project: Project) -> No
     receipt["state"] = "running"
     (crashed / "cell.json").write_text(json.dumps(receipt))
     attempt = crashed / "attempts" / "attempt-001"
-    (attempt / "run" / "seat_run.json").unlink()  # killed while the seat ran
+    (attempt / "run" / "seat_run.json").unlink(missing_ok=True)  # killed while the seat ran
     export = project.out / "export"
     leftovers = [
         crashed / ".cell.json.k2j3h7qa.tmp",

@@ -59,7 +59,7 @@ def test_a_crashed_cell_keeps_its_start_and_gets_a_new_attempt(finished_battery:
     running = {**receipt, "state": "running"}  # as a run killed mid-way leaves it
     path.write_text(json.dumps(running))
     # killed while the seat ran: no record of a finished seat run
-    (Path(receipt["run_dir"]) / runner.SEAT_RUN).unlink()
+    (Path(receipt["run_dir"]) / runner.SEAT_RUN).unlink(missing_ok=True)
     session = opened(finished_battery)
     assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "run"
     again = finished_battery.receipt("ok:agent:1")
@@ -67,37 +67,56 @@ def test_a_crashed_cell_keeps_its_start_and_gets_a_new_attempt(finished_battery:
     assert again["started_at"] == receipt["started_at"]
 
 
+def command_graded(project: Project) -> Project:
+    """One cell graded by a command (a grader slow enough for a kill to land in it),
+    finished."""
+    project.write_manifest(
+        [{"id": "ok", "prompt": "answer: x", "graders": [{"type": "command", "command": ["true"]}]}]
+    )
+    assert project.doit().returncode == 0
+    return project
+
+
 def test_a_cell_killed_while_grading_is_graded_from_its_finished_seat_run(
-    finished_battery: Project,
+    project: Project,
 ) -> None:
-    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    command_graded(project)
+    path = project.cell_dir("ok:agent:1") / "cell.json"
     receipt = json.loads(path.read_text())
+    assert (Path(receipt["run_dir"]) / runner.SEAT_RUN).is_file()
     path.write_text(json.dumps({**receipt, "state": "running"}))
     # killed while grading: the attempt has no receipt of its own yet
     (path.parent / "attempts" / "attempt-001" / "cell.json").unlink()
-    launches = finished_battery.launches()
-    session = opened(finished_battery)
+    launches = project.launches()
+    session = opened(project)
     assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "regrade"
-    again = finished_battery.receipt("ok:agent:1")
+    again = project.receipt("ok:agent:1")
     assert (again["state"], again["attempt"]) == ("accepted", 1)
     assert again["started_at"] == receipt["started_at"]
-    assert finished_battery.launches() == launches
+    assert project.launches() == launches
 
 
 def test_a_cell_killed_before_its_cell_json_keeps_its_attempts_receipt(
-    finished_battery: Project,
+    project: Project,
 ) -> None:
     """Killed after the attempt's own receipt was written, before cell.json: that receipt,
     written once, becomes the cell's (nothing graded or written again)."""
-    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
-    copy = finished_battery.cell_dir("ok:agent:1") / "attempts" / "attempt-001" / "cell.json"
+    command_graded(project)
+    path = project.cell_dir("ok:agent:1") / "cell.json"
+    copy = project.cell_dir("ok:agent:1") / "attempts" / "attempt-001" / "cell.json"
     written = copy.read_bytes()
     receipt = json.loads(path.read_text())
     path.write_text(json.dumps({**receipt, "state": "running"}))
-    session = opened(finished_battery)
+    session = opened(project)
     assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "regrade"
     assert copy.read_bytes() == written
     assert path.read_bytes() == written
+
+
+def test_a_seat_run_graded_by_quick_graders_leaves_no_record(finished_battery: Project) -> None:
+    """Only grading that runs a process (a command, a judge) is worth resuming from."""
+    receipt = finished_battery.receipt("ok:agent:1")
+    assert not (Path(receipt["run_dir"]) / runner.SEAT_RUN).exists()
 
 
 def test_every_run_document_has_the_same_keys(finished_battery: Project) -> None:

@@ -163,7 +163,20 @@ def write_finished_run(rdir: Path, cell: Cell, attempt: int) -> None:
         "attempt": attempt,
         "files": _recorded_files(rdir),
     }
-    store.write_json(rdir / SEAT_RUN, doc, SEAT_RUN_SCHEMA, sync_dir=False)
+    schemas.check_output(doc, SEAT_RUN_SCHEMA)
+    # not fsynced: it only saves a seat run; one a power loss cut is not read (the seat
+    # runs again), and one that outlived its files is refused by their digests
+    store.atomic_write_bytes(rdir / SEAT_RUN, store.dumps(doc), durable=False)
+
+
+def _slow_grading(cell: Cell) -> bool:
+    """Whether a grader of the cell runs a process (a command, a judge): grading that
+    takes long enough for a kill to land in it."""
+    for spec in cell.graders:
+        kind = graders.GRADERS.get(str(spec.get("type")))
+        if kind is not None and kind.process:
+            return True
+    return False
 
 
 def finished_run(out: Path, cell: Cell, attempt: int) -> dict[str, Any] | None:
@@ -543,8 +556,8 @@ def finish(
         changes = changes_digest(rdir, run_doc)
     verdict = classify_run(facts_from_run(run_doc))
     grading: graders.Grading | None = None
-    if reused is None:
-        # graders may take long: a run killed while they run resumes from here
+    if reused is None and verdict is None and _slow_grading(cell):
+        # a command or a judge may take long: a run killed while they run resumes here
         write_finished_run(rdir, cell, attempt)
     if verdict is None:
         # a reused run's graders whose inputs are unchanged reuse its source's results
