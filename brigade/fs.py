@@ -60,8 +60,26 @@ def open_regular(path: Path | str, *, follow: bool = False) -> int:
 def read_regular(path: Path | str, limit: int | None = None, *, follow: bool = False) -> bytes:
     """A regular file's bytes (at most `limit`, then one more to tell it holds more);
     OSError when it is missing, unreadable or not a regular file (`open_regular`)."""
-    with os.fdopen(open_regular(path, follow=follow), "rb") as handle:
-        return handle.read() if limit is None else handle.read(limit + 1)
+    fd = open_regular(path, follow=follow)
+    try:
+        # os.read on the descriptor itself, sized by its stat: no buffered file object
+        # and no extra read for the end (a cold resume reads a few files per cell)
+        size = os.fstat(fd).st_size + 1
+        want = size if limit is None else min(size, limit + 1)
+        data = os.read(fd, want)
+        if len(data) < want and want < 1 << 30:  # (a read of a GB may come back short)
+            return data  # the whole file
+        chunks = [data]
+        total = len(data)
+        while limit is None or total <= limit:  # it grew since its stat: read on
+            chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def read_json(
