@@ -195,3 +195,20 @@ def test_new_attempt_never_writes_through_a_planted_link(tmp_path: Path) -> None
     assert store.new_attempt(tmp_path / "out", CELL_ID, None) == 1
     assert list(target.iterdir()) == []  # the link went, its target stays untouched
     assert store.cell_dir(tmp_path / "out", CELL_ID).is_dir()
+
+
+def test_plan_json_larger_than_the_seat_file_cap_is_still_read(tmp_path: Path) -> None:
+    # A plan of 100,000 cells is larger than the cap on seat-writable JSON: the viewer and
+    # `brigade report` said "no readable plan.json" for it.
+    from brigade.core import jsontext
+    from brigade.core.plan import PLAN_SCHEMA
+    from brigade.outdir.results import read_plan_document
+
+    pad = "x" * (jsontext.MAX_BYTES + 1024)
+    body = json.dumps({"schema": PLAN_SCHEMA, "pad": pad})
+    (tmp_path / store.PLAN_FILE).write_text(body)
+    (tmp_path / store.SUMMARY_FILE).write_text(body)
+    assert read_plan_document(tmp_path)["schema"] == PLAN_SCHEMA
+    assert store.read_own_json(tmp_path / store.SUMMARY_FILE) is not None
+    # seat-writable files keep the cap
+    assert store.read_json(tmp_path / store.SUMMARY_FILE) is None

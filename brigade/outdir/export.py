@@ -279,14 +279,14 @@ def export(
         summary_stamp = recorded  # exported from this very summary, untouched since
         summary = None
     else:
-        summary = store.read_json(out / store.SUMMARY_FILE)
+        summary = store.read_own_json(out / store.SUMMARY_FILE)
         summary = summary if isinstance(summary, dict) else None
         summary_stamp = _summary_stamp(summary)
     sources: list[tuple[str, str | None, Callable[[], Any], Callable[..., Any], str]] = [
         (
             store.PLAN_FILE,
             PLAN_SCHEMA,
-            lambda: store.read_json(out / store.PLAN_FILE),
+            lambda: store.read_own_json(out / store.PLAN_FILE),
             project_plan,
             plan_stamp,
         ),

@@ -115,7 +115,7 @@ def _clear_stale_list(out: Path) -> Plan | None:
 
     path = out / store.PLAN_FILE
     info = caches.stat_of(path)  # before plan.json is read
-    doc = store.read_json(path)
+    doc = store.read_own_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_SCHEMA:
         return None  # the original tool's plan.json lists no stale cells
     index = caches.Sidecar(out / store.PLAN_INDEX, caches.cache_key())

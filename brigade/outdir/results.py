@@ -95,7 +95,7 @@ def write_summary(out: Path, plan: Plan, views: Views | None = None) -> dict[str
     from brigade.core.summary import SUMMARY_SCHEMA
 
     summary = summarize(out, plan, views)
-    on_disk = store.read_json(out / store.SUMMARY_FILE)
+    on_disk = store.read_own_json(out / store.SUMMARY_FILE)
     if isinstance(on_disk, dict) and _but_generated_at(on_disk) == _but_generated_at(summary):
         return on_disk  # the same results: summary.json stays as it is (its mtime too)
     large = len(plan.cells) > LARGE_PLAN
@@ -109,7 +109,7 @@ def _but_generated_at(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_plan_document(out: Path) -> dict[str, Any]:
     """plan.json of an output directory; InputError when there is none."""
-    doc = store.read_json(out / store.PLAN_FILE)
+    doc = store.read_own_json(out / store.PLAN_FILE)
     tags = (PLAN_SCHEMA, legacy.ORIGINAL_PLAN_SCHEMA)  # ours, or the original tool's
     if not isinstance(doc, dict) or doc.get("schema") not in tags:
         raise InputError(f"{out}: no readable plan.json here; is this a brigade output directory?")
@@ -202,7 +202,7 @@ def summary_headline(out: Path) -> tuple[str, int] | None:
         and type(recorded.get("exit_code")) is int
     ):
         return recorded["headline"], recorded["exit_code"]
-    summary = store.read_json(out / store.SUMMARY_FILE)
+    summary = store.read_own_json(out / store.SUMMARY_FILE)
     if not isinstance(summary, dict):
         return None
     try:

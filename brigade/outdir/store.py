@@ -228,6 +228,17 @@ def read_json(path: Path) -> Any | None:
     return fs.load_json(path)
 
 
+def read_own_json(path: Path) -> Any | None:
+    """A JSON document brigade itself writes under the output directory (plan.json,
+    summary.json; no seat writes there), or None as `read_json` says: depth bounded but
+    of any size, since a plan of 100,000 cells is larger than the cap on seat-writable
+    files."""
+    try:
+        return fs.read_json(path, limit=None)
+    except (OSError, ValueError):
+        return None
+
+
 def file_digest(path: Path | str) -> str | None:
     """`sha256:<hex>` of a file's bytes, None when it cannot be read (or is not a regular
     file)."""

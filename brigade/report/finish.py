@@ -84,7 +84,7 @@ def finish_run(
     # report/junit.xml and report/index.html leave the output directory too: same check
     if report and not (same and report_untouched(out, plan, workspace, secrets)):
         if written is None and summary:  # the summary.json on disk still holds
-            on_disk = store.read_json(out / store.SUMMARY_FILE)
+            on_disk = store.read_own_json(out / store.SUMMARY_FILE)
             written = on_disk if isinstance(on_disk, dict) else write_summary(out, plan, views)
         elif written is None:  # summary.json is left alone: the report's is computed
             written = summarize(out, plan, views)
