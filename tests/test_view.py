@@ -166,6 +166,38 @@ def test_pages_need_the_token(served_battery: tuple[Project, Served]) -> None:
     assert served.under("7/")[0] == 404
 
 
+def test_another_host_name_is_refused(served_battery: tuple[Project, Served]) -> None:
+    # a web page whose DNS name is rebound to 127.0.0.1 sends its own name as Host
+    _, served = served_battery
+    for host in (f"evil.example:{served.port}", "127.0.0.1", f"127.0.0.1:{served.port + 1}", ""):
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        connection.putrequest("GET", f"/{served.viewer.token}/0/", skip_host=True)
+        connection.putheader("Host", host)
+        connection.endheaders()
+        response = connection.getresponse()
+        assert response.status == 421, host
+        response.read()
+        connection.close()
+    status, headers, _ = served.under("0/")
+    assert status == 200
+    assert not [key for key in headers if key.startswith("access-control-")]
+
+
+def test_a_failing_page_is_an_error_for_that_request_only(
+    served_battery: tuple[Project, Served], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import brigade.report.serve as serve
+
+    def broken(*args: Any) -> str:
+        raise RecursionError("a receipt too deep")
+
+    monkeypatch.setattr(serve, "compare_page", broken)
+    _, served = served_battery
+    status, _, body = served.under("compare")
+    assert status == 500 and b"Traceback" not in body and b"too deep" not in body
+    assert served.under("0/")[0] == 200
+
+
 def test_files_only_of_cell_folders_no_traversal_no_link_out(
     served_battery: tuple[Project, Served], tmp_path: Path
 ) -> None:

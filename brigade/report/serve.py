@@ -723,6 +723,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         """Route a request under the token."""
         viewer = self.server.viewer
+        if not self._host_allowed():
+            self._send(421, b"unknown host\n", "text/plain; charset=utf-8")
+            return
         split = urlsplit(self.path)
         raw = split.path
         prefix = f"/{viewer.token}/"
@@ -743,6 +746,21 @@ class Handler(BaseHTTPRequestHandler):
             self._send(400, f"{exc}\n".encode(), "text/plain; charset=utf-8")
         except (BrokenPipeError, ConnectionResetError):
             pass
+        except Exception as exc:  # one request's failure (a hostile receipt), never the server's
+            problem = f"this page could not be made ({type(exc).__name__})\n"
+            try:
+                self._send(500, problem.encode(), "text/plain; charset=utf-8")
+            except OSError:
+                pass
+
+    def _host_allowed(self) -> bool:
+        """The Host header names this server (127.0.0.1, localhost or the address it is bound
+        to, with its port): a page of another origin reaching it through a rebound DNS name
+        is refused."""
+        bound, port = str(self.server.server_address[0]), int(self.server.server_address[1])
+        names = {"127.0.0.1", "localhost", "[::1]", bound, f"[{bound}]"}
+        given = self.headers.get("Host", "").strip().lower()
+        return given in {f"{name}:{port}" for name in names}
 
     def _route(self, viewer: Viewer, rest: str, params: Mapping[str, str]) -> None:
         if rest == "":
