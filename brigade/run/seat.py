@@ -38,6 +38,9 @@ RUN_SCHEMA = "brigade.run.v1"
 WORKER_RESULTS = "worker-results.json"
 STDOUT = "stdout.log"
 STDERR = "stderr.log"
+# how much of the seat's stdout and stderr brigade reads: the seat holds both open for
+# writing and can make them any size (a sparse 16 GiB file costs it nothing)
+LOG_READ_LIMIT = 64 * 1024 * 1024
 TRANSCRIPT = "transcript.json"
 # a seat's own folder (its BRIGADE_RUN_DIR) beside brigade's run folder, or in a judge's
 SEAT_DIR = store.SEAT_DIR
@@ -247,8 +250,8 @@ def execute_seat(
             )
             # the seat and all it started have ended: nothing writes in rdir but brigade now
             planted = clear_planted(rdir)
-            stdout = read_text(rdir / STDOUT)
-            stderr = read_text(rdir / STDERR)
+            stdout = read_text(rdir / STDOUT, LOG_READ_LIMIT)
+            stderr = read_text(rdir / STDERR, LOG_READ_LIMIT)
             if result.launched and not result.timed_out:
                 # files the adapter asked for (an exec program's usage file), when written
                 # (bounded: what the seat wrote is read as far as a JSON reader would)

@@ -1,0 +1,35 @@
+"""End to end, each written as the attack: a hostile seat aims brigade's reads of the
+files it holds open (issue 27). Runs the real `brigade`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Project
+from test_hostile_files import MODES, finished, seat_script
+
+# the seat's stdout and stderr are brigade's files, but the seat holds them open for
+# writing: it can make them 16 GiB (sparse) without writing a byte
+SPARSE_LOGS = """\
+os.ftruncate(1, 16 << 30)
+os.ftruncate(2, 16 << 30)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sparse_16_gib_stdout_and_stderr_are_read_bounded(project: Project, mode: str) -> None:
+    import resource
+
+    project.write_roster({"agent": seat_script(project, "sparse.py", SPARSE_LOGS, mode)})
+    project.write_manifest(
+        [{"id": "a", "prompt": "p"}], graders=[{"type": "regex_output", "pattern": "."}]
+    )
+    finished(project)
+    receipt = project.receipt("a:agent:1")
+    assert receipt["state"] in {"accepted", "rejected"}
+    json.loads((Path(receipt["run_dir"]) / "run.json").read_text())
+    # brigade never held the logs in memory (children's peak resident size, KiB)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 2 << 20
