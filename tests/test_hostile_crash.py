@@ -129,13 +129,15 @@ def kill_then_resume(
 def test_a_kill_during_a_command_grader_leaves_no_worktree_after_the_next_run(
     project: Project, tmp_path: Path, door: str, mode: str
 ) -> None:
-    """... and the resume grades the finished seat run (in its attempt) instead of running
-    the seat again."""
+    """... and the resume runs a new attempt (the resume contract) that reuses the killed
+    attempt's finished seat run instead of running the seat again."""
     paths = kill_then_resume(project, tmp_path, "grader", door, mode)
     assert len(paths["launches"].read_text().splitlines()) == 1
-    assert project.attempts("c:agent:1") == ["attempt-001"]
+    assert project.attempts("c:agent:1") == ["attempt-001", "attempt-002"]
     receipt = project.receipt("c:agent:1")
-    assert receipt["attempt"] == 1 and receipt["acceptance"]["graders_passed"] == 1
+    assert receipt["attempt"] == 2 and receipt["acceptance"]["graders_passed"] == 1
+    assert receipt["reused_run"]["cell_id"] == receipt["cell_id"]
+    assert receipt["reused_run"]["attempt"] == 1
 
 
 def test_a_kill_during_a_seat_run_leaves_no_worktree_after_the_next_run(

@@ -91,7 +91,9 @@ def test_a_cell_killed_while_grading_is_graded_from_its_finished_seat_run(
     session = opened(project)
     assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "regrade"
     again = project.receipt("ok:agent:1")
-    assert (again["state"], again["attempt"]) == ("accepted", 1)
+    # a new attempt, as for every running cell, from the killed attempt's seat run
+    assert (again["state"], again["attempt"]) == ("accepted", 2)
+    assert again["reused_run"]["attempt"] == 1
     assert again["started_at"] == receipt["started_at"]
     assert project.launches() == launches
 
@@ -100,17 +102,21 @@ def test_a_cell_killed_before_its_cell_json_keeps_its_attempts_receipt(
     project: Project,
 ) -> None:
     """Killed after the attempt's own receipt was written, before cell.json: that receipt,
-    written once, becomes the cell's (nothing graded or written again)."""
+    written once, stays as it is; the new attempt reuses its seat run."""
     command_graded(project)
     path = project.cell_dir("ok:agent:1") / "cell.json"
     copy = project.cell_dir("ok:agent:1") / "attempts" / "attempt-001" / "cell.json"
     written = copy.read_bytes()
     receipt = json.loads(path.read_text())
     path.write_text(json.dumps({**receipt, "state": "running"}))
+    launches = project.launches()
     session = opened(project)
     assert runner.bring_up_to_date(session.ctx, cell_at(session, "ok:agent:1")) == "regrade"
     assert copy.read_bytes() == written
-    assert path.read_bytes() == written
+    again = project.receipt("ok:agent:1")
+    assert (again["state"], again["attempt"]) == ("accepted", 2)
+    assert again["reused_run"]["attempt"] == 1
+    assert project.launches() == launches
 
 
 def test_a_seat_run_graded_by_quick_graders_leaves_no_record(finished_battery: Project) -> None:

@@ -215,31 +215,44 @@ def resume_finished(
     recorded_attempt: int | None,
 ) -> bool:
     """A cell whose last run was killed after its seat run was recorded (while grading):
-    graded here from that run, in the same attempt, the seat not run again. False when
-    the receipt is not such a crashed attempt's."""
+    it runs again as a new attempt, as every `running` cell does (the resume contract),
+    but that attempt reuses the recorded seat run instead of launching the seat again
+    (`reused_run` names the killed attempt); its graders whose inputs are unchanged reuse
+    what the killed attempt's own receipt holds, when it got that far. False when the
+    receipt is not such a crashed attempt's, or its seat run is not as recorded."""
     if receipt is None or receipt["state"] != "running" or recorded_attempt is None:
         return False
     if receipt.get("attempt") != recorded_attempt:
         return False
+    _end_crashed_seat(ctx.out, cell, recorded_attempt)  # before the files are checked
     run_doc = finished_run(ctx.out, cell, recorded_attempt)
     if run_doc is None:
         return False
     if ctx.budget is not None and not ctx.budget.admit(cell, seat=False):
         return False
-    _end_crashed_seat(ctx.out, cell, recorded_attempt)
-    _remove_crash_leftovers(ctx.out, cell.cell_id, recorded_attempt)
+    rdir = store.run_dir(ctx.out, cell.cell_id, recorded_attempt)
+    source: dict[str, Any] = {
+        "cell_id": cell.cell_id,
+        "coordinate": cell.coordinate,
+        "attempt": recorded_attempt,
+        "output_digest": store.file_digest(rdir / FINAL),
+        "changes_digest": changes_digest(rdir, run_doc),
+    }
     copy = store.attempt_dir(ctx.out, cell.cell_id, recorded_attempt) / store.RECEIPT_FILE
     if os.path.lexists(copy):
-        # killed between the attempt's receipt and cell.json: that receipt, written once,
-        # is the attempt's (when whole and valid), else the cell runs a new attempt
+        # killed between the attempt's receipt and cell.json: its grades may be reused
         done = store.trusted_receipt(store.read_json(copy), cell.cell_id)
-        if done is None or done["state"] == "running" or done.get("attempt") != recorded_attempt:
-            return False
-        if schemas.problems(done, CELL_SCHEMA):
-            return False
-        store.write_receipt(ctx.out, done)
-        return True
-    finish(ctx, cell, recorded_attempt, receipt["started_at"], run_doc, None)
+        if (
+            done is not None
+            and done.get("attempt") == recorded_attempt
+            and done.get("output_digest") == source["output_digest"]
+            and done.get("changes_digest") == source["changes_digest"]
+            and not schemas.problems(done, CELL_SCHEMA)
+        ):
+            source = {**done, "coordinate": cell.coordinate}
+    attempt, started_at = start_attempt(ctx, cell, receipt, recorded_attempt)
+    copied, reused = _copy_run(ctx, source, cell, attempt)
+    finish(ctx, cell, attempt, started_at, copied, reused, source)
     return True
 
 
@@ -556,7 +569,7 @@ def finish(
         changes = changes_digest(rdir, run_doc)
     verdict = classify_run(facts_from_run(run_doc))
     grading: graders.Grading | None = None
-    if reused is None and verdict is None and _slow_grading(cell):
+    if verdict is None and _slow_grading(cell):
         # a command or a judge may take long: a run killed while they run resumes here
         write_finished_run(rdir, cell, attempt)
     if verdict is None:
