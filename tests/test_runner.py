@@ -183,6 +183,34 @@ def test_regrade_rewrites_a_receipt_only_when_the_verdict_changes(
     assert finished_battery.receipt("no:agent:1") == updated
 
 
+def _without_timings(receipt: dict[str, object]) -> dict[str, object]:
+    graders = [
+        {k: v for k, v in result.items() if k != "duration_seconds"}
+        for result in receipt["graders"]  # type: ignore[attr-defined]
+    ]
+    return {**receipt, "graded_at": None, "graders": graders}
+
+
+@pytest.mark.parametrize("coordinate", ["ok:agent:1", "no:agent:1"])
+def test_a_regrade_assembles_the_receipt_its_run_wrote(
+    finished_battery: Project, coordinate: str
+) -> None:
+    """The same seat run and grades: a regrade writes the receipt the run wrote (one place
+    assembles both), its grading time and graders' durations aside."""
+    session = opened(finished_battery)
+    cell = cell_at(session, coordinate)
+    ran = finished_battery.receipt(coordinate)
+    broken = json.loads(json.dumps(ran))  # what an earlier grading said, to be replaced
+    broken["graders"][0]["status"] = "grader_error"
+    broken["state"] = "grader_error"
+    broken["failure_reason"] = "grader_error"
+    broken["reused_grades"] = [0]
+    regraded = runner.regrade(session.ctx, cell, broken)
+    assert regraded is not None
+    assert _without_timings(regraded) == _without_timings(ran)
+    assert finished_battery.receipt(coordinate) == regraded
+
+
 def test_a_changed_output_is_refused(finished_battery: Project) -> None:
     session = opened(finished_battery)
     receipt = finished_battery.receipt("ok:agent:1")

@@ -580,11 +580,8 @@ def finish(
         verdict = classify_grades(grading.results)
     results = grading.results if grading is not None else []
     receipt = running_receipt(ctx, cell, attempt, started_at)
-    receipt.update(
-        _terminal_fields(verdict, results, run_doc, rdir, store.file_digest(rdir / FINAL))
-    )
-    if grading is not None:
-        receipt.update(_grading_fields(grading))
+    receipt.update(_seat_run_fields(run_doc, rdir, store.file_digest(rdir / FINAL)))
+    receipt = graded_receipt(receipt, verdict, grading)
     if changes is not None:
         receipt["changes_digest"] = changes
     if verdict.fault_kind is not None:
@@ -622,10 +619,23 @@ def record_seat_run(
     return finish(ctx, cell, attempt, started_at, run_doc, None)
 
 
+def graded_receipt(
+    base: Mapping[str, Any], verdict: Verdict, grading: graders.Grading | None
+) -> dict[str, Any]:
+    """`base` (a receipt, or the one being assembled) with `verdict` and `grading` written
+    over it: the one place a receipt gets its verdict, grader results, grader keys and
+    reused results, whether a seat's run is recorded (`finish`) or its output graded again
+    (`regrade`). What only an earlier verdict said is dropped (`_DROPPED_BY_REGRADE`);
+    `grading` None: no grader ran (a seat run that failed)."""
+    receipt = {k: v for k, v in base.items() if k not in _DROPPED_BY_REGRADE}
+    receipt.update(verdict_fields(verdict, grading.results if grading is not None else []))
+    if grading is not None:
+        receipt.update(_grading_fields(grading))
+    return receipt
+
+
 def verdict_fields(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a receipt says of its verdict and grader results: the one place receipts get
-    them, whether a seat's run is recorded (`finish`) or its output graded again
-    (`regrade`)."""
+    """What a receipt says of its verdict and grader results (through `graded_receipt`)."""
     fields: dict[str, Any] = {
         "state": verdict.state,
         "graders": results,
@@ -646,23 +656,16 @@ def verdict_fields(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str,
 _DROPPED_BY_REGRADE = ("failure_reason", "failure_detail", "fault", "grader_keys", "reused_grades")
 
 
-def _terminal_fields(
-    verdict: Verdict,
-    results: list[dict[str, Any]],
-    run_doc: dict[str, Any],
-    rdir: Path,
-    output_digest: str | None,
+def _seat_run_fields(
+    run_doc: dict[str, Any], rdir: Path, output_digest: str | None
 ) -> dict[str, Any]:
-    graded = verdict_fields(verdict, results)
+    """What a terminal receipt says of its seat run (its verdict comes from `graded_receipt`)."""
     fields: dict[str, Any] = {
-        "state": graded.pop("state"),
         "finished_at": run_doc["finished_at"],
         "exit_code": run_doc["exit_code"],
         "duration_seconds": run_doc["duration_seconds"],
         "run_dir": str(rdir),
-        "graders": graded.pop("graders"),
         "output_digest": output_digest,
-        **graded,
     }
     enforcement = run_doc.get("enforcement")
     if enforcement is not None:
@@ -820,12 +823,10 @@ def regrade(
     # describe the grading that produced them): a regrade of unchanged cells writes nothing
     if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
         return receipt
-    fields = _grading_fields(grading)
-    updated = {k: v for k, v in receipt.items() if k not in _DROPPED_BY_REGRADE}
+    base = dict(receipt)
     if legacy.is_original_receipt(receipt):
-        updated.update(_current_fields(cell, receipt, rdir))
-    updated.update(verdict_fields(verdict, results))
-    updated.update(fields)  # its grader keys, and the results it reused
+        base.update(_current_fields(cell, receipt, rdir))
+    updated = graded_receipt(base, verdict, grading)
     store.write_receipt(ctx.out, updated, durable=durable)
     return updated
 
