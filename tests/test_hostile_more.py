@@ -33,3 +33,21 @@ def test_sparse_16_gib_stdout_and_stderr_are_read_bounded(project: Project, mode
     json.loads((Path(receipt["run_dir"]) / "run.json").read_text())
     # brigade never held the logs in memory (children's peak resident size, KiB)
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 2 << 20
+
+
+def test_a_dask_worker_ships_at_most_what_the_coordinator_reads_of_the_logs(
+    tmp_path: Path,
+) -> None:
+    """The worker packs its run folder for the coordinator: sparse 16 GiB logs are shipped
+    cut to the read limit, never loaded whole."""
+    from brigade.run import cluster, seat
+
+    rdir = tmp_path / "run"
+    rdir.mkdir()
+    for name in (seat.STDOUT, seat.STDERR):
+        with open(rdir / name, "wb") as handle:
+            handle.truncate(16 << 30)
+    (rdir / "final.txt").write_text("answer\n")
+    packed = cluster._pack(rdir)
+    assert len(packed[seat.STDOUT]) == len(packed[seat.STDERR]) == seat.LOG_READ_LIMIT
+    assert packed["final.txt"] == b"answer\n"

@@ -38,6 +38,9 @@ from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import proc, worktree
 from brigade.run.seat import (
+    LOG_READ_LIMIT,
+    STDERR,
+    STDOUT,
     SeatJob,
     SeatRun,
     execute_seat,
@@ -404,8 +407,14 @@ def _pack(rdir: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for path in sorted(rdir.rglob("*")):
         if path.is_file() and not path.is_symlink():
+            name = path.relative_to(rdir).as_posix()
             try:
-                files[path.relative_to(rdir).as_posix()] = store.read_regular(path)
+                if name in (STDOUT, STDERR):
+                    # the seat held both open and may have made them any size (sparse):
+                    # as much is shipped as the coordinator would read
+                    files[name] = fs.read_regular(path, LOG_READ_LIMIT)[:LOG_READ_LIMIT]
+                else:
+                    files[name] = store.read_regular(path)
             except OSError:  # gone or swapped for a FIFO since: not a file to ship
                 continue
     return files
