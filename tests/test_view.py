@@ -21,7 +21,7 @@ from conftest import BATTERY, CHROMIUM, FAKE_CLI, REPO, Project, brigade_command
 
 from brigade.outdir import feed, store
 from brigade.report.live import Query, Watched
-from brigade.report.serve import CSP, Viewer, make_server, open_viewer, url_of
+from brigade.report.serve import Viewer, make_server, open_viewer, policy, url_of
 
 ARTEFACTS = REPO / "test-artefacts" / "view"
 PROMPT_MARK = "answer: hello"
@@ -159,7 +159,11 @@ def test_pages_need_the_token(served_battery: tuple[Project, Served]) -> None:
     assert served.get(f"/0/api/cells?token={token}")[0] == 404
     status, headers, body = served.under("0/")
     assert status == 200 and b"brigade view: t" in body
-    assert headers["content-security-policy"] == CSP
+    nonce = re.search(r"'nonce-([A-Za-z0-9_-]{16,})'", headers["content-security-policy"])
+    assert nonce and headers["content-security-policy"] == policy(nonce[1])
+    assert "unsafe-inline'; img" not in headers["content-security-policy"]  # scripts: nonce only
+    assert f'<script nonce="{nonce[1]}">'.encode() in body and b" onsubmit=" not in body
+    assert served.under("0/")[1]["content-security-policy"] != headers["content-security-policy"]
     assert headers["referrer-policy"] == "no-referrer"
     assert headers["x-content-type-options"] == "nosniff"
     assert served.under("")[0] == 302  # one directory: to its index

@@ -41,13 +41,21 @@ from brigade.outdir.export import secrets_for
 from brigade.report import pages, render
 from brigade.report.live import Query, Watched
 
-# the report's policy, and the page's own requests to this server
+# the report's policy, but scripts only of this response (a fresh nonce each: no inline
+# handler, no `javascript:` URL and no script in text of a receipt runs), and the page's
+# own requests to this server
+NONCE_MARK = "<nonce>"  # `_e` escapes `<`: text of a receipt can never hold it
 META_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-" + NONCE_MARK + "'; "
     "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'self'"
 )
 # the header adds what a <meta> policy cannot say: no page may frame these
 CSP = META_CSP + "; frame-ancestors 'none'"
+
+
+def policy(nonce: str) -> str:
+    """The Content-Security-Policy header of a response whose scripts carry `nonce`."""
+    return CSP.replace(NONCE_MARK, nonce)
 # what a file of a cell folder shows at most
 FILE_LIMIT = 4 * 1024 * 1024
 POLL_SECONDS = 0.5
@@ -159,7 +167,7 @@ def _shell(title: str, body: str, script: str = "", css: str = "") -> str:
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{_e(META_CSP)}">
+<meta http-equiv="Content-Security-Policy" content="{META_CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>{_e(title)}</title>
@@ -167,7 +175,7 @@ def _shell(title: str, body: str, script: str = "", css: str = "") -> str:
 </head>
 <body>
 {body}
-{f"<script>{script}</script>" if script else ""}
+{f'<script nonce="{NONCE_MARK}">{script}</script>' if script else ""}
 </body>
 </html>
 """
@@ -223,7 +231,7 @@ def index_page(viewer: Viewer, index: int) -> str:
 <h2>Accepted rate by seat and case</h2>
 <div id="matrix"><p class="note">matrix loading…</p></div>
 <h2>Cells</h2>
-<form id="filters" onsubmit="return false">
+<form id="filters">
 <label>state <select id="f-state"><option value="">any</option>{states}{classes}</select></label>
 <label>seat <select id="f-seat"><option value="">any</option>{seats}</select></label>
 <label>case <input id="f-case" type="search" aria-label="case"></label>
@@ -359,6 +367,7 @@ INDEX_SCRIPT = r"""
   ["f-case", "q", "f-min", "f-max"].forEach(function (id) {
     $(id).addEventListener("input", function () { offset = 0; load(); });
   });
+  $("filters").addEventListener("submit", function (event) { event.preventDefault(); });
   $("prev").addEventListener("click", function () { offset = Math.max(0, offset - PAGE); load(); });
   $("next").addEventListener("click", function () { offset += PAGE; load(); });
   var hash = decodeURIComponent(window.location.hash.slice(1));
@@ -684,11 +693,19 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
         """Quiet: requests are not logged on the terminal."""
 
-    def _send(self, status: int, body: bytes, kind: str, extra: Mapping[str, str] = {}) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        kind: str,
+        extra: Mapping[str, str] = {},
+        nonce: str | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Content-Security-Policy", CSP)
+        nonce = nonce or random_tokens.token_urlsafe(16)
+        self.send_header("Content-Security-Policy", policy(nonce))
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("X-Frame-Options", "DENY")
@@ -701,7 +718,9 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _html(self, text: str) -> None:
-        self._send(200, text.encode("utf-8"), "text/html; charset=utf-8")
+        nonce = random_tokens.token_urlsafe(16)
+        body = text.replace(NONCE_MARK, nonce).encode("utf-8")
+        self._send(200, body, "text/html; charset=utf-8", nonce=nonce)
 
     def _json(self, doc: Any) -> None:
         data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
