@@ -460,3 +460,21 @@ def test_two_directories_are_listed_and_compared(served_battery: tuple[Project, 
         assert served.under("compare?base=0&new=5")[0] == 400
     finally:
         served.close()
+
+
+def test_bound_to_every_address_any_name_with_the_port_is_served() -> None:
+    """`--host 0.0.0.0` is for other machines: they reach it under a LAN name or address."""
+    from types import SimpleNamespace
+
+    from brigade.report.serve import Handler
+
+    def allowed(bound: str, host: str) -> bool:
+        fake = SimpleNamespace(
+            server=SimpleNamespace(server_address=(bound, 8123)), headers={"Host": host}
+        )
+        return Handler._host_allowed(fake)  # type: ignore[arg-type]
+
+    assert allowed("0.0.0.0", "192.168.1.20:8123") and allowed("::", "myhost.lan:8123")
+    assert not allowed("0.0.0.0", "192.168.1.20:8124") and not allowed("0.0.0.0", ":8123")
+    assert not allowed("127.0.0.1", "192.168.1.20:8123")
+    assert allowed("127.0.0.1", "localhost:8123")

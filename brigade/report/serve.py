@@ -775,10 +775,15 @@ class Handler(BaseHTTPRequestHandler):
     def _host_allowed(self) -> bool:
         """The Host header names this server (127.0.0.1, localhost or the address it is bound
         to, with its port): a page of another origin reaching it through a rebound DNS name
-        is refused."""
+        is refused. Bound to every address (`--host 0.0.0.0` or `::`, which the user chose
+        to reach it from other machines, under whatever name they use), any name with the
+        port is accepted: the token alone keeps others out then."""
         bound, port = str(self.server.server_address[0]), int(self.server.server_address[1])
-        names = {"127.0.0.1", "localhost", "[::1]", bound, f"[{bound}]"}
         given = self.headers.get("Host", "").strip().lower()
+        if bound in ("0.0.0.0", "::"):
+            name, colon, given_port = given.rpartition(":")
+            return bool(colon and name) and given_port == str(port)
+        names = {"127.0.0.1", "localhost", "[::1]", bound, f"[{bound}]"}
         return given in {f"{name}:{port}" for name in names}
 
     def _route(self, viewer: Viewer, rest: str, params: Mapping[str, str]) -> None:
