@@ -604,6 +604,25 @@ def install_versions(tmp_path: Path, **samples: str) -> Path:
     return folder
 
 
+def test_a_cli_answering_with_its_usage_alone_is_refused_not_the_seats_failure(
+    project: Project, tmp_path: Path
+) -> None:
+    """opencode 1.18.33 refuses an option by printing `run`'s usage, no error line, exit 1:
+    still cli_incompatible (exit 3), never execution_error charged to the seat."""
+    folder = install_versions(tmp_path, opencode="opencode-1.18.33-unknown")
+    project.write_roster({"oc": {"cli": "opencode", "model": "p/m-1"}})
+    project.write_manifest([{"id": "c0", "prompt": "answer: ok"}], seats=("oc",))
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    receipt = project.receipt("c0:oc:1")
+    assert receipt["state"] == "adapter_error" and "failure_reason" not in receipt
+    assert receipt["fault"]["kind"] == "cli_incompatible"
+    assert receipt["fault"]["message"].startswith(
+        "the CLI printed its usage and nothing else: it refused brigade's command line "
+        "(opencode 1.18.33 refused brigade's command line; "
+    )
+
+
 def test_a_cli_refusing_the_command_line_stops_its_seat(project: Project, tmp_path: Path) -> None:
     """claude 1.0.30 has no --effort, gemini 0.6.1 no stream-json: cli_incompatible (exit 3),
     never retried, the seat stopped at its first cell, the version and the flag named."""

@@ -118,6 +118,25 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
         'Invalid values: Argument: output-format, Given: "stream-json", Choices: "text", "json"',
         *[None] * 3,
     ),
+    "copilot-1.0.102-auth": (
+        "",
+        "auth",
+        "Error: No authentication information found.",
+        *[None] * 3,
+    ),
+    "copilot-1.0.102-unexpected": (
+        "",
+        "cli_incompatible",
+        "error: unexpected argument '--no-such-flag' found",
+        *[None] * 3,
+    ),
+    # its parser prints `run`'s usage alone: no flag named, still never the seat's failure
+    "opencode-1.18.33-unknown": (
+        "",
+        "cli_incompatible",
+        "the CLI printed its usage and nothing else: it refused brigade's command line",
+        *[None] * 3,
+    ),
     "qwen-0.1.4-json": (
         "",
         "auth",
@@ -240,7 +259,7 @@ def argparse_refusal(*argv: str) -> str:
 @pytest.mark.parametrize(
     ("stderr", "line", "flag"),
     [
-        # commander.js (claude 1.0.30, captured; cursor-agent and copilot use it too)
+        # commander.js (claude 1.0.30, captured; cursor-agent uses it too)
         ("error: unknown option '--effort'\n", "error: unknown option '--effort'", "--effort"),
         (
             "error: unknown option '--verbos'\n(Did you mean --verbose?)\n",

@@ -204,9 +204,18 @@ _REFUSALS: tuple[re.Pattern[str], ...] = (
 )
 
 
+# a parser that refuses a command line by printing its help alone (opencode 1.18's yargs
+# prints `run`'s usage and exits 1 with no error line): an options section with the
+# parser's own help option (yargs: "show help", commander: "display help for command")
+_HELP_SECTION = re.compile(r"^Options:\s*$", re.MULTILINE)
+_HELP_OPTION = re.compile(r"^\s+-h, --help\s+(?:show|display) help\b", re.MULTILINE)
+USAGE_ONLY = "the CLI printed its usage and nothing else: it refused brigade's command line"
+
+
 def refused_command_line(stderr: str) -> tuple[str, str | None] | None:
     """The parser's refusal of brigade's command line on stderr, and the flag it names
-    (`--effort`), or None when stderr holds no such refusal."""
+    (`--effort`), or None when stderr holds no such refusal. A refusal that is the
+    parser's help text alone names no flag."""
     for pattern in _REFUSALS:
         found = pattern.search(stderr)
         if found is None:
@@ -216,6 +225,8 @@ def refused_command_line(stderr: str) -> tuple[str, str | None] | None:
             # yargs names the option without its dashes
             flag = ("-" if len(flag) == 1 else "--") + flag
         return found[0].strip(), flag
+    if _HELP_SECTION.search(stderr) and _HELP_OPTION.search(stderr):
+        return USAGE_ONLY, None
     return None
 
 
