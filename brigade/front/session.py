@@ -25,6 +25,7 @@ from brigade.core.specs import (
     Roster,
     SeatSpec,
 )
+from brigade.core.terminal import printable
 from brigade.errors import InputError
 from brigade.front.options import Options, check_value
 from brigade.inputs import loading
@@ -356,7 +357,9 @@ def remove_worktree_leftovers(out: Path) -> None:
 
     removed = worktree.remove_leftovers(out)
     if removed:
-        sys.stderr.write(f"brigade: removed {removed} worktree(s) left by a run that was killed\n")
+        sys.stderr.write(
+            printable(f"brigade: removed {removed} worktree(s) left by a run that was killed\n")
+        )
 
 
 def next_round(session: Session) -> list[Cell]:
