@@ -478,3 +478,72 @@ def test_bound_to_every_address_any_name_with_the_port_is_served() -> None:
     assert not allowed("0.0.0.0", "192.168.1.20:8124") and not allowed("0.0.0.0", ":8123")
     assert not allowed("127.0.0.1", "192.168.1.20:8123")
     assert allowed("127.0.0.1", "localhost:8123")
+
+
+XSS = (
+    "<img src=x onerror=\"window.__pwned='img'\"> </script><script>window.__pwned='script'"
+    "</script> <svg onload=\"window.__pwned='svg'\"></svg> <a href=\"javascript:window."
+    "__pwned='link'\">x</a> ' onmouseover=\"window.__pwned='attr'\" \"><b>bold</b>"
+)
+
+
+def test_markup_an_agent_wrote_never_runs_in_the_viewer_or_the_report(
+    project: Project, browser: Any
+) -> None:
+    """An answer, a fault line and a grader's detail made of markup and script are shown as
+    text on every page (the index, its filter, the cell, the case, the static report)."""
+    project.write_roster({"agent": {"cli": FAKE_CLI}})
+    project.write_manifest(
+        [
+            {
+                "id": "xss",
+                "prompt": f"answer: {XSS}",
+                "graders": [{"type": "exact_output", "expected": "hello"}],
+            },
+            {"id": "fault", "prompt": f"tempfail: {XSS}"},
+            # an answer the prompt does not hold: the projected report shows it too
+            {"id": "env", "prompt": "env: PAGE_TEXT"},
+        ],
+        seats=("agent",),
+    )
+    done = project.doit(PAGE_TEXT=XSS)
+    assert done.returncode == 3, done.stderr
+    # --show-prompts: answers are served as the seat wrote them (the prompt holds this
+    # one, so the projected pages show it replaced)
+    served = Served(open_viewer([project.out], show_prompts=True))
+    page = browser.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        page.goto(served.url + "0/")
+        page.wait_for_selector("body[data-ready='1']")
+        page.fill("#q", "<b>bold</b>")  # the filter box takes markup as text too
+        page.wait_for_selector("body:not([data-matching='3'])")
+        page.fill("#q", "xss:")
+        page.wait_for_selector("body[data-matching='1']")
+        page.fill("#q", "")
+        page.wait_for_selector("body[data-matching='3']")
+        page.hover("#rows")
+        pages = [page.url]
+        shown: list[bool] = []  # the markup is on the cell pages, as text
+        for link in page.locator("#rows a").evaluate_all("(links) => links.map(a => a.href)"):
+            page.goto(link)
+            page.wait_for_load_state("load")
+            pages.append(link)
+            page.hover("body")
+            shown.append("<img src=x onerror=" in page.inner_text("body"))
+        report = project.out / "report"
+        in_report: list[bool] = []
+        for html in sorted(report.rglob("*.html")):
+            page.goto(html.as_uri())
+            page.wait_for_load_state("load")
+            page.hover("body")
+            pages.append(html.name)
+            in_report.append("<img src=x onerror=" in page.inner_text("body"))
+            assert page.evaluate("window.__pwned") is None, html
+        assert page.evaluate("window.__pwned") is None
+        assert dialogs == []
+        assert len(pages) > 3 and any(shown) and any(in_report)
+    finally:
+        page.close()
+        served.close()
