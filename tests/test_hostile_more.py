@@ -51,3 +51,22 @@ def test_a_dask_worker_ships_at_most_what_the_coordinator_reads_of_the_logs(
     packed = cluster._pack(rdir)
     assert len(packed[seat.STDOUT]) == len(packed[seat.STDERR]) == seat.LOG_READ_LIMIT
     assert packed["final.txt"] == b"answer\n"
+
+
+def test_making_a_worktree_removable_never_follows_a_link_to_a_folder_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """A worktree's folders get their owner's write bit back before removal; a link there
+    to a folder elsewhere (read-only) is left as it is, the folder it names untouched."""
+    from brigade.run import worktree
+
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o500)
+    root = tmp_path / "wt"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub").chmod(0o500)
+    (root / "link").symlink_to(victim)
+    worktree._writable_again(root)
+    assert (root / "sub").stat().st_mode & 0o700 == 0o700
+    assert victim.stat().st_mode & 0o777 == 0o500
+    victim.chmod(0o700)

@@ -59,6 +59,7 @@ MAX_SNAPSHOT_TOTAL = 200 * 1024 * 1024
 
 # <out>/.worktrees: one record per worktree made for the output directory, until removed
 LEDGER_DIR = ".worktrees"
+_FOLDER_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PREFIX = "brigade-worktree-"
 
 # `git worktree add/remove` take locks in the shared .git; serialise them
@@ -206,14 +207,20 @@ def _writable_again(root: Path) -> None:
     while stack:
         folder = stack.pop()
         try:
-            info = os.lstat(folder)
-            if not stat.S_ISDIR(info.st_mode):
-                continue
-            if stat.S_IMODE(info.st_mode) & 0o700 != 0o700:
-                os.chmod(folder, stat.S_IMODE(info.st_mode) | 0o700)
+            # opened no-follow as a folder, changed through its descriptor: a link swapped
+            # in for it (after it was listed) is never followed to a folder elsewhere
+            fd = os.open(folder, _FOLDER_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            if mode & 0o700 != 0o700:
+                os.fchmod(fd, mode | 0o700)
             entries = list(os.scandir(folder))
         except OSError:
             continue
+        finally:
+            os.close(fd)
         stack += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
 
 
