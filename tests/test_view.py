@@ -547,3 +547,43 @@ def test_markup_an_agent_wrote_never_runs_in_the_viewer_or_the_report(
     finally:
         page.close()
         served.close()
+
+
+def test_the_report_runs_its_own_script_and_no_other(project: Project, browser: Any) -> None:
+    """The static report allows its script by hash ('unsafe-inline' nowhere): its filter
+    works, and a script or handler that reached the page by a fault of escaping is blocked."""
+    import base64
+    import hashlib
+
+    project.write_roster({"agent": {"cli": FAKE_CLI}})
+    project.write_manifest(BATTERY, seats=("agent",))
+    assert project.doit().returncode == 3
+    index = project.out / "report" / "index.html"
+    text = index.read_text()
+    policy_text = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', text)
+    assert policy_text and "unsafe-inline" not in policy_text[1].split("script-src")[1]
+    (script,) = re.findall(r"<script>(.*?)</script>", text, re.S)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy_text[1]
+    injected = index.with_name("injected.html")
+    planted = (
+        "<script>window.__pwned='inline'</script>"
+        "<img src=x onerror=\"window.__pwned='handler'\">"
+        "<a id=js href=\"javascript:window.__pwned='link'\">x</a>"
+    )
+    injected.write_text(text.replace("<h2>Cells</h2>", planted + "<h2>Cells</h2>", 1))
+    page = browser.new_page()
+    try:
+        for html in (index, injected):
+            page.goto(html.as_uri())
+            page.wait_for_selector("body[data-ready='1']")  # its own script ran
+            assert page.locator("#cells tbody.static tr:not([hidden])").count() == 5
+            page.fill("#filter", "crash")
+            page.wait_for_function(
+                "document.querySelectorAll('#cells tbody.static tr:not([hidden])').length == 1"
+            )
+        page.click("#js")
+        page.wait_for_timeout(100)
+        assert page.evaluate("window.__pwned") is None
+    finally:
+        page.close()
