@@ -587,3 +587,117 @@ def test_the_report_runs_its_own_script_and_no_other(project: Project, browser: 
         assert page.evaluate("window.__pwned") is None
     finally:
         page.close()
+
+
+# counts what a page script hands the browser to parse as HTML
+PARSE_COUNTER = """(() => {
+  window.__parsed = 0;
+  const count = () => { window.__parsed += 1; };
+  for (const [owner, name] of [[Element.prototype, "innerHTML"], [Element.prototype,
+      "outerHTML"], [ShadowRoot.prototype, "innerHTML"]]) {
+    const known = Object.getOwnPropertyDescriptor(owner, name);
+    Object.defineProperty(owner, name, {get() { return known.get.call(this); },
+      set(value) { count(); known.set.call(this, value); }});
+  }
+  for (const [owner, name] of [[Element.prototype, "insertAdjacentHTML"],
+      [Range.prototype, "createContextualFragment"], [DOMParser.prototype, "parseFromString"],
+      [Document.prototype, "write"], [Document.prototype, "writeln"]]) {
+    const known = owner[name];
+    owner[name] = function (...args) { count(); return known.apply(this, args); };
+  }
+})();"""
+# markup as a name (names hold no ':')
+NAME_XSS = "<img src=x onerror=\"window.__pwned='name'\"><b>bold</b>"
+
+
+def test_every_field_a_seat_writes_is_text_when_the_page_script_builds_it(
+    project: Project, browser: Any
+) -> None:
+    """The page script builds what it fetches (rows, statistics, matrix, a cell's section)
+    with createElement/textContent: an answer, a case's and a seat's name, a grader's
+    detail and a failure's text made of markup are text there, and no element of theirs
+    appears."""
+    seat = f"s {NAME_XSS}"
+    project.write_roster({seat: {"cli": FAKE_CLI}})
+    fields = {
+        "answer": {"prompt": f"answer: {XSS}"},
+        "grader": {
+            "prompt": "answer: hello",
+            "graders": [
+                {"type": "exact_output", "expected": XSS},
+                {"type": "regex_output", "pattern": NAME_XSS},
+            ],
+        },
+        "fault": {"prompt": f"tempfail: {XSS}"},
+        "crash": {"prompt": f"stderr: {XSS}\nexit: 2"},
+        "name": {"prompt": "answer: hello"},
+    }
+    cases = [{"id": f"{key} {NAME_XSS}" if key == "name" else key, **case}
+             for key, case in fields.items()]  # fmt: skip
+    project.write_manifest(cases, seats=(seat,))
+    assert project.doit().returncode in (1, 3)
+    served = Served(open_viewer([project.out], show_prompts=True))
+    page = browser.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    built = "#rows img, #rows b, #matrix img, #matrix b, #stats img, #stats b, #cell img, #cell b"
+    page.add_init_script(PARSE_COUNTER)
+    try:
+        page.goto(served.url + "0/")
+        page.wait_for_selector("body[data-stats='1']")
+        page.hover("#matrix")
+        for box in ("#rows", "#matrix", "#stats"):
+            assert "<img src=x onerror=" in page.inner_text(box), box
+        assert page.locator(built).count() == 0
+        assert page.evaluate("window.__parsed") == 0  # no string parsed as HTML
+        links = page.locator("#rows a").evaluate_all("(links) => links.map(a => a.href)")
+        assert len(links) == len(fields)
+        for link in links:
+            page.goto(link)
+            page.wait_for_selector("body[data-version]")  # its first look at the changes
+            page.evaluate("document.querySelector('#cell section').setAttribute('data-old', '')")
+            # plan.json touched: the viewer reads everything again, the page fetches its cell
+            plan = project.out / "plan.json"
+            os.utime(plan, ns=(time.time_ns(), plan.stat().st_mtime_ns + 1_000_000))
+            page.wait_for_selector("#cell section:not([data-old])", timeout=20_000)
+            page.hover("#cell")
+            text = page.inner_text("#cell")
+            assert "<img src=x onerror=" in text, link
+            assert page.locator(built).count() == 0, link
+            assert page.evaluate("window.__parsed") == 0, link
+        assert page.evaluate("window.__pwned") is None
+        assert dialogs == []
+    finally:
+        page.close()
+        served.close()
+
+
+def test_a_fragment_is_sent_as_a_tree_of_text_and_elements() -> None:
+    from brigade.report.tree import tree
+
+    nodes = tree(
+        '<p class="x">a &lt;b&gt; &amp; <b>c</b><br>d</p><script>alert(1)</script>'
+        '<a href="javascript:alert(1)" onclick="alert(1)">j</a><a href="../cell/ab">k</a>'
+        '<a href=" //evil.example/">h</a><svg viewBox="0 0 1 1"><text x="1">t</text></svg>'
+        "<iframe srcdoc='x'><p>inside</p></iframe></p><i>unclosed"
+    )
+    assert nodes == [
+        ["p", {"class": "x"}, "a <b> & ", ["b", {}, "c"], ["br", {}], "d"],
+        ["a", {}, "j"],
+        ["a", {"href": "../cell/ab"}, "k"],
+        ["a", {}, "h"],
+        ["svg", {"viewBox": "0 0 1 1"}, ["text", {"x": "1"}, "t"]],
+        ["i", {}, "unclosed"],
+    ]
+
+
+def test_fragments_and_a_cell_section_are_json_trees(
+    served_battery: tuple[Project, Served],
+) -> None:
+    _, served = served_battery
+    cell_id = served.json("0/api/cells?q=ok:agent")["rows"][0][0]
+    for path in ("0/api/stats", "0/api/matrix", f"0/api/cell/{cell_id}"):
+        status, headers, body = served.under(path)
+        assert status == 200 and headers["content-type"] == "application/json", path
+        nodes = json.loads(body)["nodes"]
+        assert nodes and all(isinstance(n, (str, list)) for n in nodes), path

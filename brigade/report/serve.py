@@ -40,6 +40,7 @@ from brigade.outdir import store
 from brigade.outdir.export import secrets_for
 from brigade.report import pages, render
 from brigade.report.live import Query, Watched
+from brigade.report.tree import BUILD_SCRIPT, tree
 
 # the report's policy, but scripts only of this response (a fresh nonce each: no inline
 # handler, no `javascript:` URL and no script in text of a receipt runs), and the page's
@@ -56,6 +57,8 @@ CSP = META_CSP + "; frame-ancestors 'none'"
 def policy(nonce: str) -> str:
     """The Content-Security-Policy header of a response whose scripts carry `nonce`."""
     return CSP.replace(NONCE_MARK, nonce)
+
+
 # what a file of a cell folder shows at most
 FILE_LIMIT = 4 * 1024 * 1024
 POLL_SECONDS = 0.5
@@ -250,8 +253,12 @@ aria-label="highest cost"></label>
     return _shell(f"brigade view: {name}", body, INDEX_SCRIPT, VIEW_CSS)
 
 
-INDEX_SCRIPT = r"""
+INDEX_SCRIPT = (
+    r"""
 (function () {
+"""
+    + BUILD_SCRIPT
+    + r"""
   var PAGE = 100;
   var offset = 0, version = -1, seq = 0, statsAt = 0, statsWanted = false;
   function $(id) { return document.getElementById(id); }
@@ -319,8 +326,8 @@ INDEX_SCRIPT = r"""
       });
   }
   function fragment(id, url) {
-    return fetch(url).then(function (r) { return r.text(); }).then(function (text) {
-      $(id).innerHTML = text;
+    return fetch(url).then(function (r) { return r.json(); }).then(function (data) {
+      fill($(id), data.nodes);
     });
   }
   var matrixOffset = 0;
@@ -380,6 +387,7 @@ INDEX_SCRIPT = r"""
   poll();
 })();
 """
+)
 
 
 def stats_fragment(viewer: Viewer, index: int) -> str:
@@ -509,8 +517,12 @@ def cell_page(viewer: Viewer, index: int, cell_id: str) -> str | None:
     )
 
 
-CELL_SCRIPT = r"""
+CELL_SCRIPT = (
+    r"""
 (function () {
+"""
+    + BUILD_SCRIPT
+    + r"""
   var box = document.getElementById("cell");
   var id = box.getAttribute("data-cell");
   var version = -1;
@@ -520,9 +532,10 @@ CELL_SCRIPT = r"""
         var mine = data.changed === null || data.changed.indexOf(id) !== -1;
         var first = version === -1;
         version = data.version;
+        document.body.setAttribute("data-version", String(version));
         if (!first && mine) {
-          return fetch("../api/cell/" + id).then(function (r) { return r.text(); })
-            .then(function (text) { box.innerHTML = text; });
+          return fetch("../api/cell/" + id).then(function (r) { return r.json(); })
+            .then(function (data) { fill(box, data.nodes); });
         }
       }).catch(function () {}).then(function () { setTimeout(poll, 1000); });
   }
@@ -530,6 +543,7 @@ CELL_SCRIPT = r"""
   poll();
 })();
 """
+)
 
 
 def case_page(viewer: Viewer, index: int, key: str) -> str | None:
@@ -823,20 +837,21 @@ class Handler(BaseHTTPRequestHandler):
                 }
             )
         elif tail == "api/stats":
-            self._html(stats_fragment(viewer, index))
+            self._json({"nodes": tree(stats_fragment(viewer, index))})
         elif tail == "api/matrix":
-            self._html(matrix_fragment(viewer, index, _int(params.get("offset"), 0)))
+            matrix = matrix_fragment(viewer, index, _int(params.get("offset"), 0))
+            self._json({"nodes": tree(matrix)})
         elif tail.startswith("cell/") or tail.startswith("api/cell/"):
             cell_id = tail.rsplit("/", 1)[1]
             if not _CELL_ID.match(cell_id):
                 self._not_found()
                 return
-            found = (
-                cell_page(viewer, index, cell_id)
-                if tail.startswith("cell/")
-                else cell_section(viewer, index, cell_id)
-            )
-            self._html(found) if found is not None else self._not_found()
+            if tail.startswith("cell/"):
+                found = cell_page(viewer, index, cell_id)
+                self._html(found) if found is not None else self._not_found()
+            else:
+                found = cell_section(viewer, index, cell_id)
+                self._json({"nodes": tree(found)}) if found is not None else self._not_found()
         elif tail.startswith("case/"):
             key = tail[len("case/") :]
             found = case_page(viewer, index, key) if _CASE_KEY.match(key) else None
