@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from agents import cli_outputs as out
 from agents.cli_outputs import NOW, SAMPLES, jsonl
-from agents.fake_cli import BINARIES
+from agents.fake_cli import BINARIES, TRUST_REFUSALS
 
 from brigade.adapters import adapter_for, built_in, check_cli, known_names
 from brigade.adapters.base import Adapter, Fault, OwnFailure, Reading, SeatRequest
@@ -929,7 +929,9 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
         "model": (
             "",
             fault_of(
-                "model_unavailable", 'Error: AI Model Not Found Model name is not valid: "m-1"'
+                "model_unavailable",
+                "ActionRequiredError: Named models unavailable Free plans can only use Auto. "
+                "Switch to Auto or upgrade plans to continue.",
             ),
             None,
         ),
@@ -1263,6 +1265,7 @@ def test_aider_reads_its_banner_after_other_lines() -> None:
 
 
 def test_cursor_answers_with_its_last_message_and_keeps_the_rest() -> None:
+    # the last message also streamed in pieces first: they are neither answer nor transcript
     reading = read("cursor", "messages")
     assert reading.final_text == out.ANSWER
     said = [
@@ -1621,6 +1624,7 @@ TRANSCRIPTS: dict[str, tuple[Entry, ...] | None] = {
     "cursor": (
         system("model Claude 4 Sonnet"),
         said("(prompt)", "user"),
+        Entry(kind="reasoning", text="Reading the README."),
         call("read", {"path": "README.md"}, "toolu_vrtx_01NnjaR886UcE8whekg2MGJd"),
         result("read", "# demo\n", "toolu_vrtx_01NnjaR886UcE8whekg2MGJd"),
         said(out.ANSWER),
@@ -1885,9 +1889,10 @@ def test_codex_untrusted_directory() -> None:
 
 
 def test_cursor_workspace_trust_refusal() -> None:
-    stderr = "Workspace Trust Required: run with --trust\n"
-    reading = AGENTS["cursor"].read(exit_code=1, stdout="", stderr=stderr, now=NOW)
-    assert reading.fault == Fault(kind="workspace_untrusted", detail=stderr.strip())
+    # the block cursor-agent 2026.09.10 prints (its last line names no fault)
+    _, refusal = TRUST_REFUSALS["cursor"]
+    reading = AGENTS["cursor"].read(exit_code=1, stdout="", stderr=refusal + "\n", now=NOW)
+    assert reading.fault == Fault(kind="workspace_untrusted", detail="Workspace Trust Required")
 
 
 def test_plain_text_answer_mentioning_faults_is_not_a_fault() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from agents import cli_outputs
 from agents.cli_outputs import SAMPLES
-from agents.fake_cli import ANSWERING, BINARIES, SCENARIOS, TRUST_REFUSALS, install
+from agents.fake_cli import ANSWERING, BINARIES, SCENARIOS, TRUST_REFUSALS, install, load_sample
 from conftest import FAKE_CLI, Project, alive, git_workspace
 
 from brigade.adapters import adapter_for
@@ -773,3 +773,43 @@ def test_an_unlabelled_claude_failure_is_never_the_seats(project: Project, tmp_p
         "brigade: seat opus stopped after a quota fault: Credit balance is too low; "
         "1 cell not started"
     )
+
+
+def test_real_cursor_output_is_read(project: Project, tmp_path: Path) -> None:
+    """cursor-agent 2026.09.10 as a public capture recorded it: its answer (thinking events
+    first) accepted; a named model its plan may not use (init and user, then the refusal on
+    stderr, exit 1) is model_unavailable, never the seat's failure, and stops the seat."""
+    folder = install_versions(tmp_path, cursor="cursor-2026.09.10-ok")
+    project.write_roster({"cur": {"cli": "cursor", "model": "auto"}})
+    grader = {"type": "exact_output", "expected": "ok"}
+    project.write_manifest(
+        [{"id": "ok", "prompt": "reply with the word ok", "graders": [grader]}], seats=("cur",)
+    )
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("ok:cur:1")
+    assert receipt["state"] == "accepted"
+    usage = receipt["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["model"]) == (20920, 28, "Auto")
+    run_dir = Path(receipt["run_dir"])
+    assert (run_dir / "stdout.log").read_text() == load_sample("cursor-2026.09.10-ok")["stdout"]
+    entries = json.loads((run_dir / "transcript.json").read_text())["entries"]
+    assert [e["kind"] for e in entries] == ["system", "message", "reasoning", "message"]
+    assert entries[2]["text"] == 'Replying with "ok".'
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["executable_version"] == "2026.09.10-fd3934a"
+
+    refused = install_versions(tmp_path / "refused", cursor="cursor-2026.09.10-model")
+    project.write_roster({"cur": {"cli": "cursor", "model": "gpt-5.4-nano-low"}})
+    project.write_manifest([{"id": f"c{n}", "prompt": "hi"} for n in range(2)], seats=("cur",))
+    done = project.run("--retries", "2", "--retry-backoff", "0", PATH=path_with(refused))
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {"c0:cur:1": "adapter_error"}
+    receipt = project.receipt("c0:cur:1")
+    assert receipt["fault"] == {
+        "kind": "model_unavailable",
+        "message": "ActionRequiredError: Named models unavailable Free plans can only use Auto. "
+        "Switch to Auto or upgrade plans to continue.",
+    }
+    assert receipt["attempts_in_run"] == 1 and "failure_reason" not in receipt
+    assert "seat cur stopped after a model_unavailable fault: " in done.stderr

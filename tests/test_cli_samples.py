@@ -94,6 +94,15 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
     "codex-0.99.0-ok": ("All good.", None, None, 1200, 4, None),
     "codex-0.99.0-app-server-404": ("", "model_unavailable", OPENAI_404_URL, None, None, None),
     "codex-0.99.0-app-server-ok": ("All good.", None, None, 1200, 4, None),
+    "cursor-2026.09.10-model": (
+        "",
+        "model_unavailable",
+        "ActionRequiredError: Named models unavailable Free plans can only use Auto. Switch to "
+        "Auto or upgrade plans to continue.",
+        *[None] * 3,
+    ),
+    # cursor counts fresh, cache-read and cache-write input apart: input is their sum
+    "cursor-2026.09.10-ok": ("ok", None, None, 13112 + 7808, 28, None),
     "gemini-0.6.1-404": (
         "",
         "model_unavailable",

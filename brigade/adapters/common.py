@@ -60,7 +60,8 @@ FAULT_PATTERNS: tuple[tuple[FaultKind, re.Pattern[str]], ...] = (
             r"|models/\S+ is not found|model (?:name )?is not (?:valid|available|supported)"
             r"|model not found|unknown model|invalid model|AI Model Not Found"
             r"|from --model flag is not available|no such model"
-            r"|pull model manifest: file does not exist|model \S+ not found",
+            r"|pull model manifest: file does not exist|model \S+ not found"
+            r"|named models? (?:are )?unavailable",
             re.IGNORECASE,
         ),
     ),

@@ -3,8 +3,12 @@
 The stream carries the messages, the tool calls (`tool_call` started/completed)
 and a terminal `result` event whose `result` joins every assistant text of the
 run with no separator (as json mode prints it): the answer is the last assistant
-message, the whole run is in the transcript. On a failure cursor-agent
-writes `Error: ...` to stderr, exits non-zero and prints no result: that error
+message, the whole run is in the transcript. Its reasoning comes as `thinking`
+events (`delta` pieces, then `completed`) with or without partial output; text
+deltas, when a build streams them, are `assistant` events with a `timestamp_ms`
+and no `model_call_id`, each followed by the whole message, so they are left out.
+On a failure cursor-agent writes its error to stderr (`Error: ...`,
+`ActionRequiredError: ...`), exits non-zero and prints no result: that error
 report is all there is to read a fault from.
 """
 
@@ -12,15 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from brigade.adapters.base import SeatRequest
+from brigade.adapters.base import Fault, SeatRequest
 from brigade.adapters.claude import content_entries
 from brigade.adapters.common import (
     AgentCli,
     ArgvPlan,
     CliOutput,
     Parsed,
+    classify_fault,
     count,
     dicts,
+    error_report,
+    fault,
     json_values,
     message_of,
     obj,
@@ -69,15 +76,16 @@ class CursorAdapter(AgentCli):
 
     def _parse(self, out: CliOutput) -> Parsed:
         events = dicts(json_values(out.stdout))
+        refusal = _refusal(out)
         if not events:
-            return Parsed(final_text=out.stdout.strip())
+            return Parsed(final_text=out.stdout.strip(), fault=refusal)
         init = next(
             (e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), {}
         )
         transcript = tuple(_entries(events))
         results = [e for e in events if e.get("type") == "result"]
         if not results:
-            return Parsed(final_text="", transcript=transcript)
+            return Parsed(final_text="", transcript=transcript, fault=refusal)
         result = results[-1]
         usage = _usage(result, init)
         answer = result.get("result")
@@ -93,10 +101,27 @@ class CursorAdapter(AgentCli):
         return Parsed(final_text=answer_text, usage=usage, transcript=transcript, reported=True)
 
 
+def _refusal(out: CliOutput) -> Fault | None:
+    """A refusal printed as a block on stderr whose first line names it ("⚠ Workspace Trust
+    Required", then advice that does not), when the error line itself names nothing."""
+    if out.exit_code in (0, None) or classify_fault(error_report(out.stderr)) is not None:
+        return None
+    for line in out.stderr.splitlines():
+        headline = line.strip().lstrip("\u26a0\ufe0f ").strip()
+        if headline:
+            return fault(classify_fault(headline), headline, out.now)
+    return None
+
+
+def _delta(event: dict[str, Any]) -> bool:
+    """A piece of an assistant message still streaming (the whole message follows it)."""
+    return "timestamp_ms" in event and not event.get("model_call_id")
+
+
 def _last_message(events: list[dict[str, Any]]) -> str | None:
-    """The text of the last assistant message that has any, or None."""
+    """The text of the last whole assistant message that has any, or None."""
     for event in reversed(events):
-        if event.get("type") != "assistant":
+        if event.get("type") != "assistant" or _delta(event):
             continue
         content = obj(event.get("message")).get("content")
         if isinstance(content, str):
@@ -151,12 +176,22 @@ def _tool(call: dict[str, Any]) -> tuple[str | None, Any, dict[str, Any]]:
 def _entries(events: list[dict[str, Any]]) -> list[Entry]:
     entries: list[Entry] = []
     names: dict[str, str] = {}
+    thinking: list[str] = []
     for event in events:
         kind = event.get("type")
+        if kind == "thinking":
+            # its pieces make one reasoning step, ended by `completed` (or by what follows)
+            piece = event.get("text")
+            if isinstance(piece, str):
+                thinking.append(piece)
+            if event.get("subtype") != "completed":
+                continue
+        if thinking and "".join(thinking).strip():
+            entries.append(Entry(kind="reasoning", text="".join(thinking)))
+        thinking = []
         if kind == "system" and event.get("subtype") == "init" and text_of(event.get("model")):
             entries.append(Entry(kind="system", text=f"model {event['model']}"))
-        elif kind in ("assistant", "user"):
-            # deltas (--stream-partial-output) carry a timestamp; brigade does not ask for them
+        elif kind in ("assistant", "user") and not _delta(event):
             content = obj(event.get("message")).get("content")
             entries.extend(content_entries(content, str(kind), names))
         elif kind == "tool_call":
@@ -181,4 +216,6 @@ def _entries(events: list[dict[str, Any]]) -> list[Entry]:
             entries.append(
                 Entry(kind="error", text=str(event.get("result") or event.get("subtype")))
             )
+    if thinking and "".join(thinking).strip():
+        entries.append(Entry(kind="reasoning", text="".join(thinking)))
     return entries

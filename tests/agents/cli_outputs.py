@@ -548,10 +548,23 @@ CODEX: dict[str, Sample] = {
 CURSOR_SESSION = "c6b62c6f-7ead-4fd6-9922-e952131177ff"
 
 
-def cursor_answer(text: str, *before: str) -> str:
+def cursor_answer(text: str, *before: str, deltas: bool = False) -> str:
     """A run whose last assistant message is text, after the messages `before` (the result
-    joins them all with no separator, as cursor-agent prints it)."""
+    joins them all with no separator, as cursor-agent prints it); with `deltas`, the last
+    message also streams in pieces first (a `timestamp_ms`, no `model_call_id`), as
+    partial output prints it."""
     base = {"session_id": CURSOR_SESSION}
+    pieces = [
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": piece}]},
+            **base,
+            "timestamp_ms": 1789467005400 + n,
+        }
+        for n, piece in enumerate(
+            (text[: len(text) // 2], text[len(text) // 2 :]) if deltas else ()
+        )
+    ]
     said = [
         {
             "type": "assistant",
@@ -575,6 +588,10 @@ def cursor_answer(text: str, *before: str) -> str:
             "message": {"role": "user", "content": [{"type": "text", "text": "(prompt)"}]},
             **base,
         },
+        # its reasoning, in pieces, with or without partial output (cursor-2026.09.10-ok)
+        {"type": "thinking", "subtype": "delta", "text": "Reading the ", **base, "timestamp_ms": 1},
+        {"type": "thinking", "subtype": "delta", "text": "README.", **base, "timestamp_ms": 2},
+        {"type": "thinking", "subtype": "completed", **base, "timestamp_ms": 3},
         {
             "type": "tool_call",
             "subtype": "started",
@@ -603,6 +620,7 @@ def cursor_answer(text: str, *before: str) -> str:
             **base,
         },
         *said,
+        *pieces,
         {
             "type": "assistant",
             "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
@@ -634,7 +652,9 @@ CURSOR: dict[str, Sample] = {
     # README, I'll...Done!"): the answer is the last one
     "messages": (
         0,
-        cursor_answer(ANSWER, "I'll read the README file", "Based on the README, I'll check it."),
+        cursor_answer(
+            ANSWER, "I'll read the README file", "Based on the README, I'll check it.", deltas=True
+        ),
         "",
     ),
     # recorded wording; cursor prints no JSON on a failure
@@ -655,14 +675,22 @@ CURSOR: dict[str, Sample] = {
         "your monthly cycle ends on 11/17/2026.*\n"
         "  spendLimits: [50,100,200]\n",
     ),
-    # cursor's wording of these was not captured; the shape (Error: on stderr, exit 1) is documented
+    # cursor's wording of these was not captured; the shape (an error on stderr, exit 1) is
+    # documented
     "rate": (1, "", "Error: You've hit your rate limit on this model. Please try again later.\n"),
     "overloaded": (1, "", "Error: [unavailable] The model is overloaded. Please try again.\n"),
     "5xx": (1, "", "Error: [internal] Internal server error\n"),
     "drop": (1, "", "Error: ConnectError: [aborted] read ECONNRESET\n"),
     "echo": (0, cursor_answer(ECHO_ANSWER), ""),
     "empty": (0, cursor_answer(""), ""),
-    "model": (1, "", 'Error: AI Model Not Found Model name is not valid: "m-1"\n'),
+    # cursor-agent 2026.09.10 on a named model a free plan may not use (cursor-2026.09.10-model):
+    # init and user, then the stream stops; the refusal on stderr
+    "model": (
+        1,
+        "".join(cursor_answer(ANSWER).splitlines(keepends=True)[:2]),
+        "ActionRequiredError: Named models unavailable Free plans can only use Auto. Switch to "
+        "Auto or upgrade plans to continue.\n",
+    ),
 }
 
 

@@ -71,7 +71,16 @@ ANSWERING = ("turns", "messages", "notices")
 # the flag that tells them to go ahead (the adapters pass it; `SCENARIO:untrusted`
 # makes the fake refuse anyway).
 TRUST_REFUSALS = {
-    "cursor": ("--trust", "Workspace Trust Required: run with --trust to trust this folder"),
+    # cursor-agent 2026.09.10's lines as a public capture quotes them (Sirdar,
+    # docs/research/11-cursor-wire-formats.md), the lines it cuts left out
+    "cursor": (
+        "--trust",
+        "\u26a0 Workspace Trust Required\n\n"
+        "  Cursor Agent can execute code and access files in this directory.\n"
+        "  To proceed, you can either:\n"
+        "    \u2022 Run 'agent' interactively to decide\n"
+        "    \u2022 Pass --trust, --yolo, or -f if you trust this directory",
+    ),
     "codex": (
         "--skip-git-repo-check",
         "Not inside a trusted directory and --skip-git-repo-check was not specified.",
