@@ -349,3 +349,31 @@ def test_the_two_project_battery_runs_as_documented(repo_copy: Path) -> None:
     assert len(list((out / "workspaces").iterdir())) == 2
     assert not (repo_copy / "manifests" / "shop" / "build").exists()
     assert "return a - b" in (repo_copy / "manifests" / "fixit" / "calc.py").read_text()
+
+
+def test_every_adapters_oldest_version_is_stated_as_it_is_defined() -> None:
+    """README and docs/roster.md name each adapter's minimum version (adapters/versions.py's
+    min_version) and the adapters without one; docs/faults.md lists every fault kind."""
+    from typing import get_args
+
+    from brigade.adapters import adapter_for, built_in
+    from brigade.core.taxonomy import FaultKind
+
+    stated = " ".join(
+        README.split("The oldest version of", 1)[1].split("`brigade doctor`")[0].split()
+    )
+    roster = page("roster.md")
+    unknown = []
+    # ollama seats name their model in the CLI (`ollama:llama3.2`)
+    for name in [*built_in(), "ollama"]:
+        minimum = adapter_for("ollama:m" if name == "ollama" else name).min_version
+        if minimum is None:
+            unknown.append(name)
+            continue
+        assert f"{name} {minimum}" in stated, name
+        assert f"| `{name}` | {minimum} |" in roster, name
+    assert f"for {', '.join(unknown[:-1])} and {unknown[-1]} none is known" in stated
+    assert f"| {', '.join(f'`{n}`' for n in unknown)} | not known |" in roster
+    faults = page("faults.md")
+    for kind in get_args(FaultKind):
+        assert f"| `{kind}` |" in faults, kind
