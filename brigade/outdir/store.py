@@ -329,6 +329,12 @@ def read_cell_json(out: Path, cell_id: str) -> tuple[dict[str, Any] | None, int 
     return receipt_in(out, cell_id, doc), recorded_attempt(doc)
 
 
+def has_cell_json(out: Path, cell_id: str) -> bool:
+    """Whether anything is at a cell's cell.json (a link included, never followed): a cell
+    with no trusted receipt and this is unreadable, not missing."""
+    return os.path.lexists(cell_dir(out, cell_id) / RECEIPT_FILE)
+
+
 def read_receipt(out: Path, cell_id: str) -> dict[str, Any] | None:
     """A cell's trusted receipt in full, None when there is none (see read_cell_json)."""
     return read_cell_json(out, cell_id)[0]

@@ -87,11 +87,16 @@ class CellRecord:
     stderr_tail: Text | None
     transcript: tuple[dict[str, Any], ...] | None
     changes: Changes | None
+    # no receipt, but a cell.json brigade does not read (too big, too deep, no JSON, a
+    # link, not a regular file)
+    unreadable: bool = False
 
     @property
     def state(self) -> str:
-        """The receipt's state, or `missing`."""
-        return self.receipt["state"] if self.receipt is not None else "missing"
+        """The receipt's state, or `unreadable`, or `missing`."""
+        if self.receipt is not None:
+            return str(self.receipt["state"])
+        return "unreadable" if self.unreadable else "missing"
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -270,6 +275,7 @@ def read_record(
     transcript = read_transcript(run_dir / TRANSCRIPT, run_doc) if run_dir is not None else None
     changes = read_changes(run_dir, run_doc, workspace) if run_dir is not None and run_doc else None
     return CellRecord(
+        unreadable=receipt is None and store.has_cell_json(out, cell.cell_id),
         cell=cell,
         receipt=receipt,
         attempts=attempts,

@@ -92,10 +92,17 @@ ROW_FIELDS = (
 )
 
 
-def make_row(index: int, cell: Cell, view: ReceiptView | None, plan: Plan) -> Row:
-    """The row of a cell from its receipt's view (None: no receipt yet)."""
+# a cell with a cell.json brigade does not read (too big, too deep, a link, a FIFO, ...)
+UNREADABLE = "unreadable"
+
+
+def make_row(
+    index: int, cell: Cell, view: ReceiptView | None, plan: Plan, unreadable: bool = False
+) -> Row:
+    """The row of a cell from its receipt's view (None: no receipt yet, or `unreadable`:
+    none that can be read)."""
     if view is None:
-        state, reason, kind = "missing", None, None
+        state, reason, kind = UNREADABLE if unreadable else "missing", None, None
         attempt = duration = score = cost = None
     else:
         state, reason, kind = view.state, view.failure_reason, view.fault_kind
@@ -159,7 +166,7 @@ class Query:
         """The rows this query keeps, in plan order."""
         kept = list(rows)
         if self.state:
-            if self.state in STATES or self.state == "missing":
+            if self.state in STATES or self.state in ("missing", UNREADABLE):
                 kept = [r for r in kept if r.state == self.state]
             else:
                 kept = [r for r in kept if r.css == self.state]
@@ -216,7 +223,18 @@ class Watched:
                     if cell.cell_id in present
                     else None
                 )
-        rows = [make_row(i, cell, views[cell.cell_id], plan) for i, cell in enumerate(plan.cells)]
+        rows = [
+            make_row(
+                i,
+                cell,
+                views[cell.cell_id],
+                plan,
+                views[cell.cell_id] is None
+                and cell.cell_id in present
+                and store.has_cell_json(self.out, cell.cell_id),
+            )
+            for i, cell in enumerate(plan.cells)
+        ]
         with self.lock:
             self.plan = plan
             self.views = views
@@ -256,7 +274,8 @@ class Watched:
             receipt = store.receipt_in(self.out, cell_id, doc)
             view = ReceiptView.of(receipt) if receipt is not None else None
             cell = self.plan.cells[index]
-            row = make_row(index, cell, view, self.plan)
+            unreadable = view is None and store.has_cell_json(self.out, cell_id)
+            row = make_row(index, cell, view, self.plan, unreadable)
             with self.lock:
                 old = self.rows[index]
                 self.views[cell_id] = view

@@ -147,6 +147,11 @@ def state_reason(state: str, receipt: Mapping[str, Any] | None) -> str:
     detail = receipt.get("failure_detail")
     if state == "missing":
         return "not run yet"
+    if state == "unreadable":
+        return (
+            "its cell.json is no receipt brigade reads (too big, too deep, not JSON, a link or "
+            "not a regular file); the next run runs the cell again"
+        )
     if state == "running":
         return (
             f"attempt {receipt.get('attempt')} started at {receipt.get('started_at')} and has not "

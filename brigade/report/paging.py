@@ -154,6 +154,8 @@ def render_page(sources: Sources, page: PagePlan, back: str) -> RenderedPage:
 def _case_answer(sources: Sources, cell: Cell) -> pages.CaseAnswer:
     receipt = sources.receipts.get(cell.cell_id)
     state = str(receipt["state"]) if receipt is not None else "missing"
+    if receipt is None and store.has_cell_json(sources.out, cell.cell_id):
+        state = "unreadable"
     reason = receipt.get("failure_reason") if receipt is not None else None
     answer = None
     attempt = receipt.get("attempt") if receipt is not None else None

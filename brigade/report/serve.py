@@ -191,6 +191,7 @@ nav{margin-bottom:.6em}nav a{margin-right:1em}
 #filters input#q{width:16em}#filters input.cost{width:6em}
 #cells td.state{white-space:nowrap}#cells td.num{white-space:nowrap}
 tr.running td.state{color:#1d4f91}tr.missing td.state{color:#777}
+tr.unreadable td.state{color:#8a5a00}
 #pager button{margin:0 .3em}
 pre.prompt{background:#fbf8ef;border:1px solid #e6dcc0;padding:.5em;white-space:pre-wrap;
 overflow-wrap:anywhere;max-height:30em;overflow:auto}
@@ -220,6 +221,7 @@ def index_page(viewer: Viewer, index: int) -> str:
             "unscored",
             "running",
             "missing",
+            "unreadable",
         )
     )
     classes = "".join(
@@ -825,7 +827,8 @@ class Handler(BaseHTTPRequestHandler):
             counts = watched.counts()
             since = _int(params.get("since"), -1)
             changed = watched.since(since) if since >= 0 else None
-            finished = len(watched.rows) - counts.get("missing", 0) - counts.get("running", 0)
+            unfinished = ("missing", "running", "unreadable")
+            finished = len(watched.rows) - sum(counts.get(state, 0) for state in unfinished)
             self._json(
                 {
                     "version": watched.version,
