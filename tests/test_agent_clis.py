@@ -472,6 +472,33 @@ def test_every_cli_read_only(project: Project, tmp_path: Path, name: str) -> Non
     if name != "ollama":
         assert "m-1" in argv
     assert ("high" in argv) != ("reasoning" in run["settings_not_applied"])
+    # the shapes that answer normally are read in full: aider's banner after its notices
+    # (its model), cursor's last message answering with every message in the transcript
+    for shape in (s for s in ANSWERING if s in SAMPLES[name]):
+        code, stdout, stderr = SAMPLES[name][shape]
+        reading = adapter_for(fake_seat(name)["cli"]).read(
+            exit_code=code, stdout=stdout, stderr=stderr
+        )
+        shaped = receipts[f"{shape}:s:1"]
+        assert shaped["usage"].get("model") == (reading.usage and reading.usage.model), shape
+        stored_path = Path(shaped["run_dir"], "transcript.json")
+        if reading.transcript is None:
+            assert not stored_path.exists(), shape
+        else:
+            stored = json.loads(stored_path.read_text())
+            assert stored == transcript_document(reading.transcript), shape
+    if "notices" in SAMPLES[name]:
+        assert receipts["notices:s:1"]["usage"]["model"] == "anthropic/claude-sonnet-4-20250514"
+    if name == "cursor":
+        entries = json.loads(
+            Path(receipts["messages:s:1"]["run_dir"], "transcript.json").read_text()
+        )
+        said = [e["text"] for e in entries["entries"] if e.get("role") == "assistant"]
+        assert said == [
+            "I'll read the README file",
+            "Based on the README, I'll check it.",
+            "All good.",
+        ]
 
 
 def assert_reading(name: str, case: str, receipt: dict[str, Any], doc: dict[str, Any]) -> None:
