@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from brigade import fs
 from brigade.core.accounting import model_runs
 from brigade.core.clock import utc_now
-from brigade.core.identity import CELL_SCHEMA
+from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.plan import Cell, judge_env_values
 from brigade.core.projection import Secrets, credential_values, make_secrets, scrub_text
 from brigade.core.receipts import view_of
@@ -46,7 +46,6 @@ from brigade.run.seat import (
     TRANSCRIPT,
     WORKER_RESULTS,
     execute_seat,
-    read_text,
     record_run,
     seat_job,
     unlaunched_run,
@@ -437,6 +436,10 @@ def grade_context(
     """What the graders see for a stored run (`changes_digest`: what its changes.patch hashes
     to, as its receipt records it)."""
     final_path = rdir / FINAL
+    try:  # one read: the text graders see is the text its digest names
+        final: bytes | None = store.read_regular(final_path)
+    except OSError:
+        final = None
     snapshot = run_doc.get("workspace_snapshot")
     workspace = workspace_of(ctx, cell)
     view: graders.WorkspaceView
@@ -467,8 +470,8 @@ def grade_context(
     )
     return graders.GradeContext(
         cell_id=cell.cell_id,
-        final_text=read_text(final_path),
-        output_digest=store.file_digest(final_path),
+        final_text=(final or b"").decode("utf-8", "replace"),
+        output_digest=digest(final) if final is not None else None,
         output_ref=os.path.relpath(final_path, ctx.out),
         exit_code=run_doc["exit_code"],
         manifest_dir=ctx.manifest_dir,
