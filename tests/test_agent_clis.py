@@ -542,12 +542,15 @@ def test_every_cli_lasting_faults(project: Project, tmp_path: Path, name: str) -
         {case: {**fake_seat(name), "env": {"FAKE_CLI_SCENARIO": case}} for case in lasting}
     )
     project.write_manifest([{"id": "hello", "prompt": "Say hello"}], seats=tuple(lasting))
-    done = project.doit(PATH=path_with(folder))
+    # retries allowed: none of these is retried (codex's model refusal, wrapped in "stream
+    # disconnected before completion", included)
+    done = project.doit("retries=2", "retry_backoff=0", PATH=path_with(folder))
     assert done.returncode == 3, done.stderr
     for case in lasting:
         receipt = project.receipt(f"hello:{case}:1")
         doc = json.loads(Path(receipt["run_dir"], "run.json").read_text())
         assert doc["failure_kind"] == FAULTS[case]
+        assert receipt["attempts_in_run"] == 1, case
         assert_reading(name, case, receipt, doc)
     summary = project.summary()
     assert summary["fault_kinds"] == dict(Counter(FAULTS[case] for case in lasting))
