@@ -6,7 +6,13 @@ content for auth, credits and context errors) and the session's token totals
 and cost with a `status` (`error` when the run failed). Other provider errors
 reach the output only as goose's own assistant text, `Ran into this error:
 <error>.` plus its retry advice; that exact template, as the whole message,
-is read as goose's error report.
+is read as goose's error report. A run that failed outside the model's reply (an
+error of the stream goose could not handle) has `status: error` and no typed
+error: goose printed its error on stderr (`Error: ...`), and its own notice
+("The error above was an exception...") on stdout before the document, whose
+messages then end with goose's own question ("Yes — what would you like me to
+do?"), never the model's answer. That failure is goose's: the kind its error
+line names, else `unknown`.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from brigade.adapters.common import (
     classify_fault,
     count,
     dicts,
+    error_report,
     fault,
     json_values,
     kind_for_status,
@@ -31,6 +38,7 @@ from brigade.adapters.common import (
     one_line,
     opt,
     reasoning_not_applied,
+    retry_after,
     text_of,
 )
 from brigade.core.taxonomy import FaultKind
@@ -143,8 +151,15 @@ class GooseAdapter(AgentCli):
                 return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
             own = OwnFailure(kind="agent_error", detail=one_line(error))
             return Parsed("", own_failure=own, usage=usage, transcript=transcript, reported=True)
-        # a failed run with no error in its messages: goose's stderr says why
-        return Parsed(answer, usage=usage, transcript=transcript, reported=not failed)
+        if failed:
+            # a failed run with no error in its messages: goose's stderr says why, and
+            # whatever text the messages end with is goose's, not an answer
+            error = error_report(out.stderr) or "goose reported a failed run (status: error)"
+            found = fault(
+                classify_fault(error) or "unknown", error, out.now, retry_after(out.stderr, out.now)
+            )
+            return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
+        return Parsed(answer, usage=usage, transcript=transcript, reported=True)
 
 
 def _answer(messages: list[dict[str, Any]]) -> str:

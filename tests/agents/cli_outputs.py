@@ -1449,6 +1449,33 @@ GOOSE: dict[str, Sample] = {
         ),
         "",
     ),
+    # an error of the stream goose could not handle, as aaif-goose/goose's session code
+    # prints it in json mode (crates/goose-cli/src/session/mod.rs at 021a75e2, output.rs
+    # at 03843b36): its error on stderr (again from main), its notice on stdout before the
+    # document, whose messages end with its own question in place of the prompt (the
+    # error's own words are an example)
+    "unknown": (
+        1,
+        "\n  error: The error above was an exception we were not able to handle.\n"
+        "These errors are often related to connection or authentication\n"
+        "We've removed the conversation up to the most recent user message\n"
+        "- depending on the error you may be able to continue\n\n"
+        + json.dumps(
+            {
+                "messages": [
+                    goose_message(
+                        "assistant",
+                        {"type": "text", "text": "Yes \u2014 what would you like me to do?"},
+                    )
+                ],
+                "metadata": {"total_tokens": None, "status": "error"},
+            },
+            indent=2,
+        )
+        + "\n",
+        "Error: Stream decode error: unexpected end of stream\n"
+        "Error: Stream decode error: unexpected end of stream\n",
+    ),
     "echo": (0, goose_answer(ECHO_ANSWER), ""),
     "empty": (0, goose_answer(""), ""),
     "plain": (1, "", "Error: Failed to start extension developer: No such file or directory\n"),
