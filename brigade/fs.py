@@ -30,21 +30,27 @@ class NotRegularFile(OSError):
     folder, a symlink): read as if it were missing."""
 
 
-def open_regular(path: Path | str, *, follow: bool = False) -> int:
+def open_regular(path: Path | str, *, follow: bool = False, dir_fd: int | None = None) -> int:
     """A read-only descriptor of a regular file, never opening anything else.
 
     No symlink followed (the last component; `follow=True` for the user's own input
     files, which may well be links), no blocking open, and anything but a regular
     file refused (`NotRegularFile`, an OSError like a missing file; a folder is
-    IsADirectoryError)."""
+    IsADirectoryError). `dir_fd`: `path` is relative to that open folder."""
+    return _open_checked(path, follow, dir_fd)[0]
+
+
+def _open_checked(path: Path | str, follow: bool, dir_fd: int | None) -> tuple[int, int]:
+    """(descriptor, size by its stat) of a regular file (see open_regular)."""
     try:
-        fd = os.open(path, _READ & ~os.O_NOFOLLOW if follow else _READ)
+        fd = os.open(path, _READ & ~os.O_NOFOLLOW if follow else _READ, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
         raise
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
         if not stat.S_ISREG(mode):
@@ -54,17 +60,25 @@ def open_regular(path: Path | str, *, follow: bool = False) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, info.st_size
 
 
-def read_regular(path: Path | str, limit: int | None = None, *, follow: bool = False) -> bytes:
+def read_regular(
+    path: Path | str,
+    limit: int | None = None,
+    *,
+    follow: bool = False,
+    dir_fd: int | None = None,
+) -> bytes:
     """A regular file's bytes (at most `limit`, then one more to tell it holds more);
-    OSError when it is missing, unreadable or not a regular file (`open_regular`)."""
-    fd = open_regular(path, follow=follow)
+    OSError when it is missing, unreadable or not a regular file (`open_regular`).
+    `dir_fd`: `path` is relative to that open folder (only the path's own part is
+    resolved: a cold resume reads a few files per cell)."""
+    fd, size = _open_checked(path, follow, dir_fd)
     try:
-        # os.read on the descriptor itself, sized by its stat: no buffered file object
-        # and no extra read for the end (a cold resume reads a few files per cell)
-        size = os.fstat(fd).st_size + 1
+        # os.read on the descriptor itself, sized by the stat taken when it was opened:
+        # no buffered file object, no second stat and no extra read for the end
+        size += 1
         want = size if limit is None else min(size, limit + 1)
         data = os.read(fd, want)
         if len(data) < want and want < 1 << 30:  # (a read of a GB may come back short)

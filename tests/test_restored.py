@@ -155,3 +155,16 @@ def test_a_moved_report_holding_its_new_path_is_checked_again(finished_battery: 
     result = finished_battery.run()
     assert result.returncode == 3
     assert str(moved) not in (moved / "report" / "index.html").read_text()
+
+
+def test_a_copy_is_warm_again_after_one_run(finished_battery: Project) -> None:
+    """The run after a copy records the new stats of every file whose bytes vouched for it
+    (plan.json's index and summary.json's key too): the next run reads neither again."""
+    settled(finished_battery)
+    restore_copy(finished_battery)
+    assert finished_battery.run().returncode == 3
+    out = finished_battery.out
+    for sidecar, name in ((".plan-index.json", "plan.json"), (".summary-key.json", "summary.json")):
+        entry = json.loads((out / sidecar).read_text())["entries"][name]
+        info = (out / name).stat()
+        assert entry[:4] == [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]

@@ -221,7 +221,9 @@ def plan_only(options: Options) -> tuple[Plan, Path]:
     context = _context(options, label, workspace)
     counts = trial_counts(out, manifest, roster, label, retry_transient=options.retry_transient)
     return (
-        plan_against_disk(manifest, roster, label, out, context, compare=False, counts=counts).plan,
+        plan_against_disk(
+            manifest, roster, label, out, context, compare=False, counts=counts, keep_index=False
+        ).plan,
         out,
     )
 

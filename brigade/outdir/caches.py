@@ -162,20 +162,33 @@ class Sidecar:
         return value
 
     def recall(
-        self, name: str, path: Path | str, dir_fd: int | None = None, full: Path | str | None = None
+        self,
+        name: str,
+        path: Path | str,
+        dir_fd: int | None = None,
+        check: Callable[[bytes], bool] | None = None,
     ) -> Any:
         """`fresh_file`, and when the stat misses, the file's bytes compared with the digest
-        recorded (read no-follow, a regular file only, from `full` when `path` is relative
-        to `dir_fd`): the same bytes vouch again under the new stat. MISS otherwise."""
+        recorded (read once, no-follow, a regular file only; `path` relative to `dir_fd`
+        when given): the same bytes vouch again under the new stat. MISS otherwise.
+
+        `check`: what the file's bytes must also pass for its entry to hold (the file is
+        read even while its stat matches); MISS when they do not."""
         info = stat_of(path, dir_fd)
         value = self.fresh(name, info)
-        if value is not MISS or info is None or self.digest(name) is None:
+        if check is None and value is not MISS:
             return value
+        if value is MISS and (info is None or self.digest(name) is None):
+            return MISS
         try:
-            data = fs.read_regular(full if full is not None else path)
+            data = fs.read_regular(path, dir_fd=dir_fd)
         except OSError:
             return MISS
-        return self.same_content(name, info, data)
+        if value is MISS:
+            value = self.same_content(name, info, data)
+        if value is not MISS and check is not None and not check(data):
+            return MISS
+        return value
 
     def record(
         self, name: str, info: os.stat_result | None, value: Any, digest: str | None = None

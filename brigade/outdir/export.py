@@ -296,9 +296,15 @@ def export(
         (store.SUMMARY_FILE, None, lambda: summary, project_summary, summary_stamp),
     ]
     verified: set[str] = set()  # unchanged since an earlier export checked them
+
+    def here(label: str) -> Callable[[bytes], bool] | None:
+        # checked at another path of the output directory: the bytes read to vouch for a
+        # file are also searched for this path (one read of each file)
+        return None if moved is None else lambda data: clean_here(data, label, moved)
+
     for name, tag, load, project, stamp in sources:
         target = dest / name
-        if state.recall(name, target) == stamp:
+        if state.recall(name, target, check=here(f"{dest.name}/{name}")) == stamp:
             written[name] = stamp
             verified.add(name)
             continue
@@ -320,7 +326,7 @@ def export(
             exported = f"{cell_id}.json"
             if (
                 cells_fd is not None
-                and state.recall(name, exported, cells_fd, f"{cells_text}/{exported}") == stamp
+                and state.recall(name, exported, cells_fd, here(f"{dest.name}/{name}")) == stamp
             ):
                 written[name] = stamp
                 verified.add(name)
@@ -334,7 +340,7 @@ def export(
             written[name] = stamp
     _mark(dest)
     written[MARKER_FILE] = "marker"
-    leaks = _check_changed(dest, secrets, state, written, set() if moved else verified, moved)
+    leaks = _check_changed(dest, secrets, state, written, verified, moved)
     if not leaks:
         state.save()
     # the marker is bookkeeping, not one of the files exported

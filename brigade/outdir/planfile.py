@@ -54,16 +54,22 @@ def plan_against_disk(
     *,
     compare: bool = True,
     counts: Counts | None = None,
+    keep_index: bool = True,
 ) -> PlanOnDisk:
     """Expand the manifest; stale cells and currency from the previous plan.json.
 
     plan.json is only parsed when its index does not vouch for it holding this plan.
     `counts`: the trials each adaptive case's seat has so far (outdir/rounds).
+    `keep_index`: a plan.json whose bytes vouch for it under a new stat (a copied
+    directory) is recorded so in its index (False: nothing is written).
     """
     plan_path = out / store.PLAN_FILE
     info = caches.stat_of(plan_path)  # before plan.json is read
     # (its bytes decide when the stat misses: a copied directory's plan.json is as it was)
-    recorded = _index(out).recall(store.PLAN_FILE, plan_path)
+    sidecar = _index(out)
+    recorded = sidecar.recall(store.PLAN_FILE, plan_path)
+    if keep_index:
+        sidecar.save()  # the same bytes under a new stat: the next run is warm again
     index = recorded if type(recorded) is dict else None
     inputs = expansion_key(manifest, roster, context, counts)
     cells, key = _expand_cached(manifest, roster, label, context, inputs, index, counts)

@@ -139,9 +139,17 @@ def _summary_sidecar(out: Path) -> caches.Sidecar:
     return caches.Sidecar(out / SUMMARY_KEY, caches.cache_key())
 
 
+def _recall_summary(out: Path, *, keep: bool = False) -> Any:
+    sidecar = _summary_sidecar(out)
+    recorded = sidecar.recall(store.SUMMARY_FILE, out / store.SUMMARY_FILE)
+    if keep:  # (under the lock) the same bytes under a new stat, a copied directory's
+        sidecar.save()
+    return recorded
+
+
 def summary_current(out: Path, plan_key: str) -> bool:
     """summary.json was written for this plan (by this code) and is untouched since."""
-    recorded = _summary_sidecar(out).recall(store.SUMMARY_FILE, out / store.SUMMARY_FILE)
+    recorded = _recall_summary(out, keep=True)
     return type(recorded) is dict and recorded.get("plan") == plan_key and "headline" in recorded
 
 
@@ -195,7 +203,7 @@ def summary_kinds(summary: Mapping[str, Any]) -> dict[str, int]:
 def summary_headline(out: Path) -> tuple[str, int] | None:
     """(headline, exit code) of summary.json: from its sidecar while summary.json is
     untouched since the sidecar was written (a large summary costs a while to parse)."""
-    recorded = _summary_sidecar(out).recall(store.SUMMARY_FILE, out / store.SUMMARY_FILE)
+    recorded = _recall_summary(out)
     if (
         type(recorded) is dict
         and isinstance(recorded.get("headline"), str)

@@ -148,11 +148,8 @@ def read_receipt_indexed(
     recorded = index.fresh(cell_id, info)
     data = None
     if recorded is caches.MISS and info is not None and index.digest(cell_id) is not None:
-        try:
-            data = fs.read_regular(f"{out}/{store.CELLS_DIR}/{relative}", jsontext.MAX_BYTES)
-        except OSError:
-            data = None
-        else:
+        data = _read_cell_file(out, relative, cells_fd)
+        if data is not None:
             recorded = index.same_content(cell_id, info, data)
     if recorded is None:  # an untrusted receipt, as recorded (wherever the folder is)
         return None
@@ -169,10 +166,7 @@ def read_receipt_indexed(
         ):
             return view
     if data is None:
-        try:
-            data = fs.read_regular(f"{out}/{store.CELLS_DIR}/{relative}", jsontext.MAX_BYTES)
-        except OSError:
-            data = None
+        data = _read_cell_file(out, relative, cells_fd)
     try:
         doc = jsontext.parse(data) if data is not None else None
     except ValueError:
@@ -180,6 +174,17 @@ def read_receipt_indexed(
     view = view_of(store.receipt_in(out, cell_id, doc))
     index.record(cell_id, info, view, caches.content_digest(data) if data is not None else None)
     return view
+
+
+def _read_cell_file(out: Path, relative: str, cells_fd: int | None) -> bytes | None:
+    """A file of the cells folder (`relative` to it; opened relative to `cells_fd` when
+    given), at most a JSON document's cap; None when it cannot be read."""
+    try:
+        if cells_fd is None:
+            return fs.read_regular(f"{out}/{store.CELLS_DIR}/{relative}", jsontext.MAX_BYTES)
+        return fs.read_regular(relative, jsontext.MAX_BYTES, dir_fd=cells_fd)
+    except OSError:
+        return None
 
 
 class _Outputs:
@@ -229,7 +234,14 @@ def output_intact(
     # (the attempt is in the path: another attempt's final.txt is another file, inode)
     if index.fresh(cell_id, info) == expected:
         return True
-    if store.file_digest(final) != expected:
+    if cells_fd is None:
+        found = store.file_digest(final)
+    else:
+        try:
+            found = store.digest(fs.read_regular(relative, dir_fd=cells_fd))
+        except OSError:
+            found = None
+    if found != expected:
         return False
     index.record(cell_id, info, expected)
     return True

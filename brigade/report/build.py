@@ -348,15 +348,12 @@ def _name(out: Path, path: Path) -> str:
 
 def _recall(checked: caches.Sidecar, out: Path, path: Path, moved: Secrets | None) -> Any:
     """What the state records of a report file, while its stat or its bytes are as then
-    (and, checked at another path of the output directory, it holds nothing of this one)."""
-    value = checked.recall(_name(out, path), path)
-    if value is caches.MISS or moved is None:
-        return value
-    try:
-        data = fs.read_regular(path)
-    except OSError:
-        return caches.MISS
-    return value if clean_here(data, _name(out, path), moved, markup=True) else caches.MISS
+    (and, checked at another path of the output directory, it holds nothing of this one:
+    searched in the same bytes, one read)."""
+    name = _name(out, path)
+    if moved is None:
+        return checked.recall(name, path)
+    return checked.recall(name, path, check=lambda data: clean_here(data, name, moved, markup=True))
 
 
 def _inputs_key(
