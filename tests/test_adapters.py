@@ -1260,6 +1260,8 @@ NEWER_KINDS = {
     "aider": {"cli_incompatible"},
     "copilot": {"model_unavailable"},
     "ollama": {"model_unavailable"},
+    # a status-error run whose error line names no kind (its session code's own notice)
+    "goose": {"unknown"},
 }
 
 
