@@ -113,7 +113,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin"
 
 
-@pytest.mark.slow
 def test_a_new_user_runs_a_battery_in_their_own_repository(installed: Path, tmp_path: Path) -> None:
     project = tmp_path / "myproject"
     project.mkdir()
