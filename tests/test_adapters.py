@@ -1121,8 +1121,8 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
             "",
             fault_of(
                 "auth",
-                "Authentication error: Authentication failed. Status: 401 Unauthorized. "
-                "Response: invalid x-api-key",
+                "Ran into this error: Authentication error: Authentication failed for "
+                "https://api.anthropic.com/v1/messages. Status: 401 Unauthorized.",
             ),
             None,
         ),

@@ -843,3 +843,26 @@ def test_real_cursor_output_is_read(project: Project, tmp_path: Path) -> None:
     }
     assert receipt["attempts_in_run"] == 1 and "failure_reason" not in receipt
     assert "seat cur stopped after a model_unavailable fault: " in done.stderr
+
+
+def test_real_goose_output_is_read(project: Project, tmp_path: Path) -> None:
+    """goose 1.50.1 as a public recording has it: a refused key exits 0 with its banner on
+    stdout and a typed authentication error; auth (exit 3), never the seat's, at a known
+    cost of zero."""
+    folder = install_versions(tmp_path, goose="goose-1.50.1-401")
+    project.write_roster({"g": {"cli": "goose", "model": "nvidia/nemotron-3.5-lightning:free"}})
+    project.write_manifest([{"id": f"c{n}", "prompt": "hi"} for n in range(2)], seats=("g",))
+    done = project.run("--retries", "2", "--retry-backoff", "0", PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    receipt = project.receipt("c0:g:1")
+    assert (receipt["state"], receipt["exit_code"], receipt["fault"]["kind"]) == (
+        "adapter_error",
+        0,
+        "auth",
+    )
+    assert receipt["fault"]["message"].startswith("Ran into this error: Authentication error: ")
+    assert receipt["attempts_in_run"] == 1 and "failure_reason" not in receipt
+    assert (receipt["usage"]["cost_usd"], receipt["usage"]["cost_source"]) == (0.0, "reported")
+    assert project.summary()["by_seat"]["g"]["usage_all_attempts"]["cells_cost_unknown"] == 0
+    run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
+    assert run["executable_version"] == "1.50.1"

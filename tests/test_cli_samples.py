@@ -146,6 +146,16 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
         "the CLI printed its usage and nothing else: it refused brigade's command line",
         *[None] * 3,
     ),
+    # a refused key: exit 0, the typed error in goose's words, totals known to be zero
+    "goose-1.50.1-401": (
+        "",
+        "auth",
+        "Ran into this error: Authentication error: Authentication failed for "
+        "https://openrouter.ai/api/v1/chat/completions. Status: 401 Unauthorized.",
+        0,
+        0,
+        0.0,
+    ),
     "qwen-0.1.4-json": (
         "",
         "auth",
@@ -249,6 +259,49 @@ def test_codex_before_044_keeps_a_transcript() -> None:
     ok = read_sample("codex-0.42.0-ok")
     assert ok.usage is not None and ok.usage.model == "m-1"
     assert [(e.kind, e.text) for e in ok.transcript or ()] == [("message", "All good.")]
+
+
+# goose 1.50.1's frames as AdamFrisby/CodeyBox recorded them (tests/CodeyBox.Tests/
+# GooseStreamParserTests.cs at af05c705): a thinking chunk of a reply, the run's totals
+GOOSE_CHUNK = (
+    '{"type":"message","message":{"id":"gen-1789551821-abc","role":"assistant","created":'
+    '1789551821,"content":[{"type":"thinking","thinking":" reply","signature":""}],"metadata":'
+    '{"userVisible":true,"agentVisible":true,"inference":{"provider":"openrouter",'
+    '"requestedModel":"nvidia/nemotron-3.5-lightning:free"}}}}'
+)
+GOOSE_COMPLETE = (
+    '{"type":"complete","total_tokens":5357,"input_tokens":5257,"output_tokens":100,'
+    '"cache_read_input_tokens":4352,"cache_write_input_tokens":0,"cost_usd":0.0}'
+)
+
+
+def test_goose_stream_chunks_make_one_message() -> None:
+    """stream-json prints a reply in chunks of one message id: one answer, the totals read,
+    and a cost of 0 with tokens spent is goose not knowing the price, never a known 0."""
+    thinking = '{"type":"thinking","thinking":" reply","signature":""}'
+    first = GOOSE_CHUNK.replace(thinking, TEXT_CHUNK % "All")
+    second = GOOSE_CHUNK.replace(thinking, TEXT_CHUNK % " good.")
+    stdout = "\n".join([GOOSE_CHUNK, first, second, GOOSE_COMPLETE]) + "\n"
+    reading = adapter_for("goose").read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert reading.fault is None and reading.final_text == "All good."
+    usage = reading.usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (5257, 100)
+    assert usage.cached_input_tokens == 4352 and usage.cost_source == "unknown"
+    assert usage.model == "nvidia/nemotron-3.5-lightning:free"
+    kinds = [(e.kind, e.text) for e in reading.transcript or ()]
+    assert kinds == [("reasoning", " reply"), ("message", "All good.")]
+
+
+def test_goose_stream_error_event_is_goose_fault() -> None:
+    """A run that failed ends on an `error` event in place of `complete`: its words."""
+    stdout = GOOSE_CHUNK + '\n{"type":"error","error":"Stream decode error: unexpected end"}\n'
+    reading = adapter_for("goose").read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    assert reading.final_text == "" and reading.own_failure is None
+    assert reading.fault is not None and reading.fault.kind == "unknown"
+    assert reading.fault.detail == "Stream decode error: unexpected end"
+
+
+TEXT_CHUNK = '{"type":"text","text":"%s"}'
 
 
 # -- argument parsers ---------------------------------------------------------------

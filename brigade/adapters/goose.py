@@ -13,6 +13,12 @@ error: goose printed its error on stderr (`Error: ...`), and its own notice
 messages then end with goose's own question ("Yes — what would you like me to
 do?"), never the model's answer. That failure is goose's: the kind its error
 line names, else `unknown`.
+
+Its stream-json output (`{"type":"message"}` events, a reply in chunks of one
+message id, then `complete` with the totals or `error`) is read as the same
+document. goose 1.50.1 (a recorded run, tests/data/cli_samples) printed its
+banner on stdout before the events and exited 0 on a refused key, the typed
+error then reading `Ran into this error: Authentication error: ...`.
 """
 
 from __future__ import annotations
@@ -125,7 +131,11 @@ class GooseAdapter(AgentCli):
         )
 
     def _parse(self, out: CliOutput) -> Parsed:
-        document = next((d for d in dicts(json_values(out.stdout)) if "messages" in d), None)
+        values = dicts(json_values(out.stdout))
+        document = next((d for d in values if "messages" in d), None)
+        stream_error: str | None = None
+        if document is None:
+            document, stream_error = _from_stream(values)
         if document is None:
             return Parsed(final_text=out.stdout.strip())
         messages = [m for m in document.get("messages") or () if isinstance(m, dict)]
@@ -154,12 +164,76 @@ class GooseAdapter(AgentCli):
         if failed:
             # a failed run with no error in its messages: goose's stderr says why, and
             # whatever text the messages end with is goose's, not an answer
-            error = error_report(out.stderr) or "goose reported a failed run (status: error)"
+            error = (
+                stream_error
+                or error_report(out.stderr)
+                or "goose reported a failed run (status: error)"
+            )
             found = fault(
                 classify_fault(error) or "unknown", error, out.now, retry_after(out.stderr, out.now)
             )
             return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
         return Parsed(answer, usage=usage, transcript=transcript, reported=True)
+
+
+def _from_stream(values: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+    """goose's stream-json events as the json document, and the run's error event if any.
+
+    Both formats print the same messages; stream-json prints a reply in chunks of one
+    message id (joined here), its totals in a `complete` event, and a run that failed
+    as an `error` event in place of `complete`.
+    """
+    messages: list[dict[str, Any]] = []
+    metadata: dict[str, Any] = {}
+    error: str | None = None
+    seen = False
+    for event in values:
+        kind = event.get("type")
+        message = event.get("message")
+        if kind == "message" and isinstance(message, dict):
+            seen = True
+            content = [c for c in message.get("content") or () if isinstance(c, dict)]
+            last = messages[-1] if messages else None
+            if (
+                last is not None
+                and message.get("id") is not None
+                and (last.get("id"), last.get("role")) == (message.get("id"), message.get("role"))
+            ):
+                last["content"] = _joined(last["content"], content)
+            else:
+                messages.append({**message, "content": content})
+        elif kind == "complete":
+            seen = True
+            metadata = {k: v for k, v in event.items() if k != "type"}
+            metadata["status"] = "completed"
+        elif kind == "error":
+            seen = True
+            error = text_of(event.get("error")) or "goose reported an error"
+    if not seen:
+        return None, None
+    if error is not None:
+        metadata["status"] = "error"
+    return {"messages": messages, "metadata": metadata}, error
+
+
+def _joined(content: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Content of one streamed message: adjacent text (or thinking) chunks made one."""
+    joined = [dict(item) for item in content]
+    for item in more:
+        kind = item.get("type")
+        field = {"text": "text", "thinking": "thinking"}.get(str(kind))
+        last = joined[-1] if joined else None
+        if (
+            field is not None
+            and last is not None
+            and last.get("type") == kind
+            and isinstance(last.get(field), str)
+            and isinstance(item.get(field), str)
+        ):
+            last[field] += item[field]
+        else:
+            joined.append(dict(item))
+    return joined
 
 
 def _answer(messages: list[dict[str, Any]]) -> str:

@@ -1379,9 +1379,16 @@ def goose_ran_into(error: str) -> str:
     return goose_output(goose_message("assistant", {"type": "text", "text": text}, msg_id="gen-1"))
 
 
+GOOSE_401 = (
+    "Ran into this error: Authentication error: Authentication failed for "
+    "https://api.anthropic.com/v1/messages. Status: 401 Unauthorized."
+)
+
 GOOSE: dict[str, Sample] = {
     "success": (0, goose_answer(ANSWER), ""),
-    # typed error content, status error, exit 1 (upstream goose)
+    # typed error content in goose's words (the recorded 1.50.1 run of the sample
+    # goose-1.50.1-401); status error and exit 1 as upstream's headless run ends on a
+    # typed error in the last message (session/mod.rs at 021a75e2: headless_run_error)
     "auth": (
         1,
         goose_output(
@@ -1390,15 +1397,13 @@ GOOSE: dict[str, Sample] = {
                 {
                     "type": "error",
                     "kind": "authentication",
-                    "message": "Authentication error: Authentication failed. Status: 401 "
-                    "Unauthorized. Response: invalid x-api-key",
+                    "message": GOOSE_401,
                 },
             ),
             status="error",
             usage=False,
         ),
-        "Error: Authentication error: Authentication failed. Status: 401 Unauthorized. Response: "
-        "invalid x-api-key\n",
+        f"Error: {GOOSE_401}\n",
     ),
     "quota": (
         1,
