@@ -1048,6 +1048,15 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
     "aider": {
         "notices": OK,
         "success": OK,
+        "model": (
+            "",
+            fault_of(
+                "model_unavailable",
+                "litellm.NotFoundError: OpenAIException - The model `m-1` does not exist or you "
+                "do not have access to it.",
+            ),
+            None,
+        ),
         "auth": (
             "",
             fault_of(
@@ -1257,7 +1266,7 @@ NEWER_KINDS = {
     "cursor": {"model_unavailable"},
     "gemini": {"model_unavailable"},
     "qwen": {"model_unavailable"},
-    "aider": {"cli_incompatible"},
+    "aider": {"cli_incompatible", "model_unavailable"},
     "copilot": {"model_unavailable"},
     "ollama": {"model_unavailable"},
     # a status-error run whose error line names no kind (its session code's own notice)

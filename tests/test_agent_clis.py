@@ -866,3 +866,52 @@ def test_real_goose_output_is_read(project: Project, tmp_path: Path) -> None:
     assert project.summary()["by_seat"]["g"]["usage_all_attempts"]["cells_cost_unknown"] == 0
     run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
     assert run["executable_version"] == "1.50.1"
+
+
+def test_real_aider_output_is_read(project: Project, tmp_path: Path) -> None:
+    """aider 0.86.2 run with brigade's argv: its answer after other notices (git's, litellm's)
+    accepted with the model of its banner; a model the provider does not have stops the seat
+    (model_unavailable, exit 3); a 429 it gave up retrying is rate_limited, never the seat's."""
+    folder = install_versions(tmp_path, aider="aider-0.86.2-ok")
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-1"}})
+    grader = {"type": "exact_output", "expected": "All good."}
+    project.write_manifest(
+        [{"id": "ok", "prompt": "Say: All good.", "graders": [grader]}], seats=("ai",)
+    )
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("ok:ai:1")
+    assert receipt["state"] == "accepted"
+    usage = receipt["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["model"]) == (
+        1200,
+        4,
+        "openai/m-1",
+    )
+    assert usage["cost_source"] == "unknown"  # aider priced nothing for this model
+    run = json.loads(Path(receipt["run_dir"], "run.json").read_text())
+    assert run["executable_version"] == "aider 0.86.2"
+
+    missing = install_versions(tmp_path / "missing", aider="aider-0.86.2-404")
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-missing"}})
+    project.write_manifest([{"id": f"c{n}", "prompt": "hi"} for n in range(2)], seats=("ai",))
+    done = project.run("--retries", "2", "--retry-backoff", "0", PATH=path_with(missing))
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {"c0:ai:1": "adapter_error"}
+    gone = project.receipt("c0:ai:1")
+    assert (gone["exit_code"], gone["fault"]["kind"], gone["attempts_in_run"]) == (
+        0,
+        "model_unavailable",
+        1,
+    )
+    assert "seat ai stopped after a model_unavailable fault: litellm.NotFoundError" in done.stderr
+
+    limited = install_versions(tmp_path / "limited", aider="aider-0.86.2-429")
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-429"}})
+    project.write_manifest([{"id": "r", "prompt": "hi"}], seats=("ai",))
+    done = project.run(PATH=path_with(limited))
+    assert done.returncode == 3, done.stderr
+    receipt = project.receipt("r:ai:1")
+    assert (receipt["state"], receipt["fault"]["kind"]) == ("adapter_error", "rate_limited")
+    assert receipt["fault"]["retry_after_seconds"] == 20.0
+    assert Path(receipt["run_dir"], "final.txt").read_text() == ""  # no error as an answer

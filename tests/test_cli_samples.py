@@ -13,9 +13,10 @@ import pytest
 from agents.fake_cli import CLI_SAMPLES, load_sample
 
 from brigade.adapters import adapter_for
-from brigade.adapters.base import Reading
+from brigade.adapters.base import Reading, SeatRequest
 from brigade.adapters.common import refused_command_line, retry_after
 from brigade.adapters.versions import incompatible_detail, older_than, parse_version, supported
+from brigade.core.specs import SeatSpec
 
 NOW = 1791367200.0  # 2026-10-07T10:00:00Z
 ALL_SAMPLES = sorted(path.stem for path in CLI_SAMPLES.glob("*.json"))
@@ -36,6 +37,45 @@ QWEN_404 = "[API Error: 404 The model `m-1` does not exist or you do not have ac
 
 # sample -> (answer, fault kind, fault message or None for "any", input, output, cost)
 EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, float | None]] = {
+    "aider-0.86.2-401": (
+        "",
+        "auth",
+        "litellm.AuthenticationError: AuthenticationError: OpenAIException - Incorrect API key "
+        "provided: sk-refused. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.",
+        *[None] * 3,
+    ),
+    "aider-0.86.2-404": (
+        "",
+        "model_unavailable",
+        "litellm.NotFoundError: OpenAIException - The model `m-missing` does not exist or you do "
+        "not have access to it.",
+        *[None] * 3,
+    ),
+    "aider-0.86.2-429": (
+        "",
+        "rate_limited",
+        "litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached for "
+        "requests. Please try again in 20s.",
+        *[None] * 3,
+    ),
+    "aider-0.86.2-500": (
+        "",
+        "provider_5xx",
+        "litellm.InternalServerError: InternalServerError: OpenAIException - The server had an "
+        "error while processing your request. Sorry about that!",
+        *[None] * 3,
+    ),
+    "aider-0.86.2-529": (
+        "",
+        "overloaded",
+        "litellm.APIError: APIError: OpenAIException - Overloaded",
+        *[None] * 3,
+    ),
+    # aider prints no cost for a model it has no price of: unknown, never 0
+    "aider-0.86.2-dumb": ("All good.", None, None, 1200, 4, None),
+    "aider-0.86.2-ok": ("All good.", None, None, 1200, 4, None),
+    "aider-0.86.2-release-notes": ("All good.", None, None, 1200, 4, None),
     "claude-1.0.30-400": ("", "quota", "Credit balance is too low", 0, 0, 0.0),
     "claude-1.0.30-404": ("", "model_unavailable", CLAUDE_404, 0, 0, 0.0),
     "claude-1.0.30-effort": (
@@ -259,6 +299,27 @@ def test_codex_before_044_keeps_a_transcript() -> None:
     ok = read_sample("codex-0.42.0-ok")
     assert ok.usage is not None and ok.usage.model == "m-1"
     assert [(e.kind, e.text) for e in ok.transcript or ()] == [("message", "All good.")]
+
+
+def test_aider_samples_ran_brigades_own_command_line() -> None:
+    """Every aider sample is the real aider taking exactly the argv the adapter builds (the
+    release-notes one: the argv before --no-show-release-notes)."""
+    for name in (n for n in ALL_SAMPLES if n.startswith("aider-")):
+        sample = load_sample(name)
+        model = sample["argv"][sample["argv"].index("--model") + 1]
+        request = SeatRequest(
+            seat=SeatSpec(name="s", cli="aider", model=model),
+            prompt="Say: All good.",
+            cwd=Path("/tmp/aider-ws"),
+            run_dir=Path("/tmp/aider-run"),
+            writable=False,
+            cell_id="x",
+            coordinate="c:s:1",
+        )
+        argv = list(adapter_for("aider").invocation(request).argv)
+        if name.endswith("-release-notes"):
+            argv.remove("--no-show-release-notes")
+        assert sample["argv"] == argv, name
 
 
 # goose 1.50.1's frames as AdamFrisby/CodeyBox recorded them (tests/CodeyBox.Tests/

@@ -32,10 +32,12 @@ _TOKENS = re.compile(
 _COST = re.compile(r"^Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.$")
 _LITELLM = re.compile(r"^litellm\.(?P<name>\w+):\s*(?P<message>.*)$")
 _MODEL = re.compile(r"^(?:Main model|Model): (?P<model>\S+) with ")
-# what aider prints around a failed model call (never the model's words)
+# what aider prints around a failed model call (never the model's words), and the
+# release notes' address it prints on a version's first run unless told not to
 _NOTICES = re.compile(
     r"^(?:litellm\.\w+:|Retrying in [\d.]+ seconds\.\.\.$|Empty response received from LLM"
-    r"|The API provider |Insufficient credits with the API provider)"
+    r"|The API provider |Insufficient credits with the API provider"
+    r"|https://aider\.chat/HISTORY\.html#release-notes$)"
 )
 
 # how far down aider's banner may start
@@ -101,13 +103,15 @@ class AiderAdapter(AgentCli):
         args = (
             # --yes-always answers aider's own questions; the settings after it stop
             # it from committing, touching .gitignore, opting in to analytics or
-            # opening a browser on the user's behalf.
+            # opening a browser on the user's behalf (the release notes it offers on
+            # a version's first run, which also print their URL above the reply).
             "--yes-always",
             "--no-auto-commits",
             "--no-dirty-commits",
             "--no-gitignore",
             "--no-analytics",
             "--no-check-update",
+            "--no-show-release-notes",
             "--no-show-model-warnings",
             "--no-pretty",
             "--no-stream",

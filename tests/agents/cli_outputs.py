@@ -1291,6 +1291,17 @@ AIDER: dict[str, Sample] = {
         ),
         "",
     ),
+    # as 0.86.2 printed it (tests/data/cli_samples/aider-0.86.2-404), with its warning that
+    # stdin is not a terminal
+    "model": (
+        0,
+        aider_error(
+            "litellm.NotFoundError: OpenAIException - The model `m-1` does not exist or you do "
+            "not have access to it.",
+            "",
+        ),
+        "Warning: Input is not a terminal (fd=0).\n",
+    ),
     "echo": (0, aider_answer(ECHO_ANSWER), ""),
     "empty": (0, aider_answer(""), ""),
     # argparse refusing an option this version does not have
