@@ -915,3 +915,27 @@ def test_real_aider_output_is_read(project: Project, tmp_path: Path) -> None:
     assert (receipt["state"], receipt["fault"]["kind"]) == ("adapter_error", "rate_limited")
     assert receipt["fault"]["retry_after_seconds"] == 20.0
     assert Path(receipt["run_dir"], "final.txt").read_text() == ""  # no error as an answer
+
+
+def test_an_aider_older_than_its_adapter_is_refused_not_the_seats_failure(
+    project: Project, tmp_path: Path
+) -> None:
+    """aider 0.72.0 has no --reasoning-effort: its argparse refusal is cli_incompatible (exit 3)
+    naming the version and the flag; doctor says OLD."""
+    folder = install_versions(tmp_path, aider="aider-0.72.0-effort")
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-1", "reasoning": "high"}})
+    project.write_manifest([{"id": f"c{n}", "prompt": "hi"} for n in range(2)], seats=("ai",))
+    done = project.run("--retries", "2", "--retry-backoff", "0", PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {"c0:ai:1": "adapter_error"}
+    receipt = project.receipt("c0:ai:1")
+    assert receipt["fault"] == {
+        "kind": "cli_incompatible",
+        "message": "aider: error: unrecognized arguments: --reasoning-effort (aider 0.72.0 refused "
+        "--reasoning-effort; brigade's aider adapter needs 0.73.0 or newer: upgrade it; brigade "
+        "doctor checks every seat)",
+    }
+    assert receipt["attempts_in_run"] == 1 and "failure_reason" not in receipt
+    doctor = project.brigade("doctor", str(project.manifest), PATH=path_with(folder))
+    assert doctor.returncode == 1
+    assert "(aider 0.72.0; the aider adapter needs 0.73.0 or newer: upgrade it;" in doctor.stdout

@@ -37,6 +37,12 @@ QWEN_404 = "[API Error: 404 The model `m-1` does not exist or you do not have ac
 
 # sample -> (answer, fault kind, fault message or None for "any", input, output, cost)
 EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, float | None]] = {
+    "aider-0.72.0-effort": (
+        "",
+        "cli_incompatible",
+        "aider: error: unrecognized arguments: --reasoning-effort",
+        *[None] * 3,
+    ),
     "aider-0.86.2-401": (
         "",
         "auth",
@@ -302,13 +308,17 @@ def test_codex_before_044_keeps_a_transcript() -> None:
 
 
 def test_aider_samples_ran_brigades_own_command_line() -> None:
-    """Every aider sample is the real aider taking exactly the argv the adapter builds (the
+    """Every aider sample is the real aider given exactly the argv the adapter builds (the
     release-notes one: the argv before --no-show-release-notes)."""
     for name in (n for n in ALL_SAMPLES if n.startswith("aider-")):
         sample = load_sample(name)
-        model = sample["argv"][sample["argv"].index("--model") + 1]
+        argv = sample["argv"]
+        model = argv[argv.index("--model") + 1]
+        reasoning = (
+            argv[argv.index("--reasoning-effort") + 1] if "--reasoning-effort" in argv else None
+        )
         request = SeatRequest(
-            seat=SeatSpec(name="s", cli="aider", model=model),
+            seat=SeatSpec(name="s", cli="aider", model=model, reasoning=reasoning),
             prompt="Say: All good.",
             cwd=Path("/tmp/aider-ws"),
             run_dir=Path("/tmp/aider-run"),
@@ -521,6 +531,14 @@ def test_the_hint_names_the_version_and_the_flag() -> None:
     )
     assert "(aider (version unknown) refused --bogus;" in incompatible_detail(
         "aider", None, None, "aider: error: unrecognized arguments: --bogus"
+    )
+    # a version line that names the CLI is not named twice
+    refusal = "aider: error: unrecognized arguments: --reasoning-effort"
+    assert f"{refusal} (aider 0.72.0 refused --reasoning-effort; " in incompatible_detail(
+        "aider", "0.73.0", "aider 0.72.0", refusal
+    )
+    assert "(codex-cli 0.44.0 refused --sandbox; " in incompatible_detail(
+        "codex", "0.42.0", "codex-cli 0.44.0", "error: invalid value 'x' for '--sandbox <MODE>'"
     )
 
 

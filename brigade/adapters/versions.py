@@ -37,7 +37,11 @@ def incompatible_detail(name: str, minimum: str | None, version: str | None, mes
     refused which flag and what to do."""
     refused = refused_command_line(message)
     flag = refused[1] if refused and refused[1] else "brigade's command line"
-    which = f"{name} {version}" if version else f"{name} (version unknown)"
+    which = f"{name} (version unknown)"
+    if version:
+        # `aider 0.72.0` and `codex-cli 0.44.0` name the CLI already; `1.0.30 (Claude Code)` not
+        first = version.split()[0].lower() if version.split() else ""
+        which = version if first.startswith(name) else f"{name} {version}"
     if minimum and (version is None or older_than(version, minimum)):
         advice = f"brigade's {name} adapter needs {minimum} or newer: upgrade it"
     else:
