@@ -64,7 +64,7 @@ REASONING_ARGS: dict[str, tuple[str, ...] | None] = {
 def seat(cli: str = "claude", **overrides: object) -> SeatSpec:
     fields: dict[str, object] = {"name": "s", "cli": cli, "model": "m", "reasoning": "high"}
     fields.update(overrides)
-    return SeatSpec(**fields)  # type: ignore[arg-type]
+    return SeatSpec(**fields)
 
 
 def request(
@@ -348,7 +348,7 @@ def test_codex_app_server_error_info(info: object, message: str, kind: str) -> N
     error = {"message": message, "codexErrorInfo": info}
     stdout = rpc(*OPENING, turn_completed("failed", error))
     reading = AGENTS["codex"].read(exit_code=1, stdout=stdout, stderr="", now=NOW)
-    assert reading.fault == Fault(kind=kind, detail=message)  # type: ignore[arg-type]
+    assert reading.fault == Fault(kind=kind, detail=message)
     assert reading.final_text == ""
 
 
@@ -749,11 +749,11 @@ EMPTY = "exited 0 without a final message"
 
 
 def fault_of(kind: str, detail: str, wait: float | None = None) -> Fault:
-    return Fault(kind=kind, detail=one_line(detail), retry_after_seconds=wait)  # type: ignore[arg-type]
+    return Fault(kind=kind, detail=one_line(detail), retry_after_seconds=wait)
 
 
 def own(kind: str, detail: str) -> OwnFailure:
-    return OwnFailure(kind=kind, detail=one_line(detail))  # type: ignore[arg-type]
+    return OwnFailure(kind=kind, detail=one_line(detail))
 
 
 def message_of_sample(stdout: str) -> str:
@@ -1990,7 +1990,7 @@ def test_exec_tempfail_kind(line: str, expected: Fault) -> None:
 )
 def test_exec_fault_line_words(line: str, kind: str) -> None:
     # a program's own fault line: a 5xx status in it is a provider's; sizes are not statuses
-    assert exec_read(75, f"{line}\n").fault == Fault(kind, line)  # type: ignore[arg-type]
+    assert exec_read(75, f"{line}\n").fault == Fault(kind, line)
 
 
 def test_exec_fault_without_a_line() -> None:
@@ -2306,4 +2306,50 @@ def test_failed_tools_of_opencode_goose_and_copilot() -> None:
         call("shell", {"command": "rm"}, "k"),
         result("shell", "Denied by preToolUse hook: no", "k", is_error=True),
         said("not allowed"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "wait"),
+    [
+        ("Invalid API key · Please run /login", "auth", None),
+        (
+            'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":'
+            '"Number of request tokens has exceeded your per-minute rate limit"}}',
+            "rate_limited",
+            None,
+        ),
+        (
+            'API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":'
+            '"Overloaded"}}',
+            "overloaded",
+            None,
+        ),
+        (
+            'API Error: 500 {"type":"error","error":{"type":"api_error","message":'
+            '"Internal server error"}}',
+            "provider_5xx",
+            None,
+        ),
+        (f"Claude AI usage limit reached|{int(NOW) + 7200}", "quota", 7200.0),
+        # a reset without a year, in the zone the CLI names: the next Apr 24, 4am in Tokyo
+        ("You're out of extra usage · resets Apr 24, 4am (Asia/Tokyo)", "quota", 17139600.0),
+        # nothing matched: still the apparatus's, of a kind unknown
+        ("Something the CLI never explained", "unknown", None),
+    ],
+)
+def test_an_unlabelled_claude_error_result_is_classified_by_its_text(
+    text: str, kind: str, wait: float | None
+) -> None:
+    """A result `success` with is_error and no label (no synthetic `error`, no status, no
+    terminal_reason): the CLI reporting a failed request, never the seat's failure."""
+    reading = adapter_for("claude").read(
+        exit_code=1, stdout=out.claude_unlabelled(text), stderr="", now=NOW
+    )
+    assert reading.own_failure is None and reading.final_text == ""
+    fault = reading.fault
+    assert fault is not None and (fault.kind, fault.detail, fault.retry_after_seconds) == (
+        kind,
+        text,
+        wait,
     )
