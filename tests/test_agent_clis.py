@@ -939,3 +939,25 @@ def test_an_aider_older_than_its_adapter_is_refused_not_the_seats_failure(
     doctor = project.brigade("doctor", str(project.manifest), PATH=path_with(folder))
     assert doctor.returncode == 1
     assert "(aider 0.72.0; the aider adapter needs 0.73.0 or newer: upgrade it;" in doctor.stdout
+
+
+def test_a_codex_model_refusal_in_a_dropped_stream_stops_its_seat(
+    project: Project, tmp_path: Path
+) -> None:
+    """codex wraps the refusal as `stream disconnected before completion: The model ... does
+    not exist ...`: model_unavailable, not the transient transport_drop; never retried, and
+    the seat's other cells are not started."""
+    folder = install_fake(tmp_path, "codex")
+    project.write_roster({"cx": {**fake_seat("codex"), "env": {"FAKE_CLI_SCENARIO": "model"}}})
+    project.write_manifest([{"id": f"c{n}", "prompt": "hi"} for n in range(3)], seats=("cx",))
+    done = project.run("--retries", "2", "--retry-backoff", "0", PATH=path_with(folder))
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {"c0:cx:1": "adapter_error"}
+    receipt = project.receipt("c0:cx:1")
+    assert receipt["fault"]["kind"] == "model_unavailable"
+    assert receipt["fault"]["message"].startswith("stream disconnected before completion: ")
+    assert receipt["attempts_in_run"] == 1 and len(calls(folder, "codex")) == 1
+    assert done.stderr.splitlines()[-1].startswith(
+        "brigade: seat cx stopped after a model_unavailable fault: stream disconnected "
+    )
+    assert done.stderr.splitlines()[-1].endswith("; 2 cells not started")
