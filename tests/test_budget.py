@@ -308,6 +308,22 @@ def test_a_new_judge_model_grades_only_what_the_budget_allows(project: Project) 
     assert (judge_runs(project), len(project.states())) == (12, 6)
 
 
+def test_a_fresh_run_counts_its_judges_with_its_seat_runs(project: Project) -> None:
+    """Judges that grade the seat runs of the same run count toward its cap: a cell whose
+    judge would pass it is not started at all."""
+    judged_cells(project, "pass")
+    log = {"FAKE_JUDGE_LOG": str(project.root / "judge.log")}
+    done = project.run("--max-cost", "2.5", **log)
+    assert done.returncode == 3, done.stderr
+    assert (judge_runs(project), project.launches()) == (2, 2)
+    assert project.states() == {"c0:agent:1": "accepted", "c1:agent:1": "accepted"}
+    assert done.stderr.splitlines()[-1] == (
+        "brigade: stopped launching: the budget of $2.5000 was reached: $2.0000 spent by 2 seat "
+        "runs and 2 judge runs of this run, 2 of them of unknown cost (not counted); the next "
+        "would cost about $1.0000, past the cap; 4 cells not started"
+    )
+
+
 def test_the_regrade_of_grader_error_cells_counts_its_judges(project: Project) -> None:
     judged_cells(project, "pass", cells=3)
     log = {"FAKE_JUDGE_LOG": str(project.root / "judge.log")}
