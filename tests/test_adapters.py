@@ -2353,3 +2353,15 @@ def test_an_unlabelled_claude_error_result_is_classified_by_its_text(
         text,
         wait,
     )
+
+
+def test_a_pretty_document_after_chatter_with_an_empty_object_inside_is_read() -> None:
+    """goose's json document after its own notice, a tool call's arguments holding `[{}]`:
+    the `{}` line alone is no JSONL event, the document is still the output."""
+    doc = json.loads(out.goose_answer(out.ANSWER))
+    doc["messages"][1]["content"][1]["toolCall"]["value"]["arguments"] = {"edits": [{}]}
+    stdout = "  error: a notice before the document\n" + json.dumps(doc, indent=2) + "\n"
+    reading = adapter_for("goose").read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+    assert (reading.final_text, reading.fault) == (out.ANSWER, None)
+    calls = [e for e in reading.transcript or () if e.kind == "tool_call"]
+    assert [c.input for c in calls] == [{"edits": [{}]}]

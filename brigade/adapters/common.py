@@ -356,9 +356,13 @@ def json_values(text: str) -> list[Any]:
         line = line.strip()
         if line.startswith(("{", "[")):
             try:
-                values.append(jsontext.parse(line, limit=None))
+                value = jsontext.parse(line, limit=None)
             except ValueError:
                 continue
+            # an empty `{}` or `[]` alone on a line says nothing, and is the one line of a
+            # pretty-printed document that parses by itself (`"edits": [` then `{}`)
+            if value not in ({}, []):
+                values.append(value)
     if values:
         return values
     # A pretty-printed document after lines of chatter (a login notice, a banner).
