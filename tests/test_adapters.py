@@ -2365,3 +2365,11 @@ def test_a_pretty_document_after_chatter_with_an_empty_object_inside_is_read() -
     assert (reading.final_text, reading.fault) == (out.ANSWER, None)
     calls = [e for e in reading.transcript or () if e.kind == "tool_call"]
     assert [c.input for c in calls] == [{"edits": [{}]}]
+
+
+def test_a_refused_goose_request_costs_a_known_zero() -> None:
+    """goose's totals for a request the provider refused are zero, its cost 0.0: known."""
+    reading = read("goose", "auth")
+    usage = reading.usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (0, 0)
+    assert (usage.cost_usd, usage.cost_source) == (0.0, "reported")

@@ -1328,9 +1328,16 @@ def goose_message(role: str, *content: dict[str, Any], msg_id: str | None = None
     return message
 
 
-def goose_output(*messages: dict[str, Any], status: str = "completed", usage: bool = True) -> str:
+def goose_output(
+    *messages: dict[str, Any], status: str = "completed", usage: bool = True, zero: bool = False
+) -> str:
     metadata: dict[str, Any] = {"total_tokens": None, "status": status}
-    if usage:
+    if zero:
+        # a request the provider refused: goose's totals are zero, its cost 0.0 (1.50.1)
+        counts = ("total_tokens", "input_tokens", "output_tokens", "cache_read_input_tokens")
+        metadata = {**dict.fromkeys(counts, 0), "cache_write_input_tokens": 0}
+        metadata.update(cost_usd=0.0, status=status)
+    elif usage:
         metadata = {
             "total_tokens": 5357,
             "input_tokens": 5257,
@@ -1403,16 +1410,15 @@ GOOSE: dict[str, Sample] = {
     "auth": (
         1,
         goose_output(
-            goose_message(
-                "assistant",
-                {
-                    "type": "error",
-                    "kind": "authentication",
-                    "message": GOOSE_401,
-                },
-            ),
+            {
+                **goose_message(
+                    "assistant", {"type": "error", "kind": "authentication", "message": GOOSE_401}
+                ),
+                # goose's own message, never the model's: no inference, hidden from the agent
+                "metadata": {"userVisible": True, "agentVisible": False},
+            },
             status="error",
-            usage=False,
+            zero=True,
         ),
         f"Error: {GOOSE_401}\n",
     ),
