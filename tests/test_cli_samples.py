@@ -82,6 +82,7 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
     "aider-0.86.2-dumb": ("All good.", None, None, 1200, 4, None),
     "aider-0.86.2-ok": ("All good.", None, None, 1200, 4, None),
     "aider-0.86.2-release-notes": ("All good.", None, None, 1200, 4, None),
+    "aider-0.86.2-priced": ("All good.", None, None, 1200, 4, 0.00018),
     "claude-1.0.30-400": ("", "quota", "Credit balance is too low", 0, 0, 0.0),
     "claude-1.0.30-404": ("", "model_unavailable", CLAUDE_404, 0, 0, 0.0),
     "claude-1.0.30-effort": (
