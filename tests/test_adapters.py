@@ -2373,3 +2373,49 @@ def test_a_refused_goose_request_costs_a_known_zero() -> None:
     usage = reading.usage
     assert usage is not None and (usage.input_tokens, usage.output_tokens) == (0, 0)
     assert (usage.cost_usd, usage.cost_source) == (0.0, "reported")
+
+
+def aider_history(*replies: str) -> str:
+    """aider's chat history of one session: its notices quoted, the prompt, each reply."""
+    text = "\n# aider chat started at 2026-10-07 10:00:00\n\n> Aider v0.86.2  \n"
+    text += "> Model: openai/m-1 with ask edit format  \n\n#### Say it.  \n#### > also this  \n"
+    for reply in replies:
+        text += f"\n{reply}\n\n\n> Tokens: 1.2k sent, 4 received.  \n"
+    return text
+
+
+def test_aider_answers_with_its_last_reply_as_its_history_keeps_it() -> None:
+    """The reply as the model wrote it (a markdown quote in it kept), not stdout's rendering;
+    without the history file, stdout's reply."""
+    code, stdout, stderr = SAMPLES["aider"]["success"]
+    reply = "First line.\n> a quote the model wrote\nLast line."
+    files = {
+        "aider.chat.history.md": "# aider chat started at old\n\nstale\n"
+        + aider_history("an earlier reply", reply)
+    }
+    adapter = adapter_for("aider")
+    reading = adapter.read(exit_code=code, stdout=stdout, stderr=stderr, files=files, now=NOW)
+    assert reading.final_text == reply
+    assert adapter.read(exit_code=code, stdout=stdout, stderr=stderr, now=NOW).final_text == (
+        out.ANSWER
+    )
+    # a run that ended on a provider error, or on an empty reply, answers nothing
+    for case in ("overloaded", "empty"):
+        code, stdout, stderr = SAMPLES["aider"][case]
+        reading = adapter.read(exit_code=code, stdout=stdout, stderr=stderr, files=files, now=NOW)
+        assert reading.final_text == "", case
+
+
+def test_aider_keeps_its_history_in_the_run_folder_and_reads_it_back() -> None:
+    request = SeatRequest(
+        seat=SeatSpec(name="s", cli="aider", model="m-1"),
+        prompt="hi",
+        cwd=Path("/w"),
+        run_dir=Path("/r"),
+        writable=True,
+        cell_id="x",
+        coordinate="c:s:1",
+    )
+    invocation = adapter_for("aider").invocation(request)
+    assert "--chat-history-file=/r/aider.chat.history.md" in invocation.argv
+    assert invocation.output_files == ("aider.chat.history.md",)

@@ -961,3 +961,64 @@ def test_a_codex_model_refusal_in_a_dropped_stream_stops_its_seat(
         "brigade: seat cx stopped after a model_unavailable fault: stream disconnected "
     )
     assert done.stderr.splitlines()[-1].endswith("; 2 cells not started")
+
+
+def test_a_writable_aider_run_answers_with_the_reply_it_kept(
+    project: Project, tmp_path: Path
+) -> None:
+    """aider 0.86.2 in a writable run: stdout shows its diff of the edit and names the file it
+    added to the chat above the second reply; the answer is the reply as the model wrote it,
+    from the chat history aider kept in the run folder."""
+    git_workspace(project)
+    folder = install_versions(tmp_path, aider="aider-0.86.2-edit")
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-edit"}})
+    sample = load_sample("aider-0.86.2-edit")
+    expected = (
+        "I'll add the word.\n\nREADME.md\n```\n<<<<<<< SEARCH\nhello\n=======\nhello world\n"
+        ">>>>>>> REPLACE\n```\n\nDone."
+    )
+    grader = {"type": "exact_output", "expected": expected}
+    project.write_manifest(
+        [{"id": "edit", "prompt": "Say: All good.", "graders": [grader]}],
+        seats=("ai",),
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("edit:ai:1")
+    assert receipt["state"] == "accepted"
+    run_dir = Path(receipt["run_dir"])
+    assert (run_dir / "final.txt").read_text() == expected
+    assert (run_dir / "stdout.log").read_text() == sample["stdout"]
+    usage = receipt["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["turns"]) == (2400, 8, 2)
+
+
+def test_aider_history_planted_as_a_link_is_not_followed(project: Project, tmp_path: Path) -> None:
+    """An aider whose chat history is a link to another file: the link is not followed, the
+    answer is stdout's reply, never the file behind it."""
+    secret = tmp_path / "secret.md"
+    secret.write_text("\n# aider chat started at x\n\nthe secret behind the link\n")
+    folder = tmp_path / "linking"
+    folder.mkdir()
+    sample = load_sample("aider-0.86.2-ok")
+    program = folder / "aider"
+    program.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "if sys.argv[1:] == ['--version']:\n"
+        "    print('aider 0.86.2'); sys.exit(0)\n"
+        "for arg in sys.argv[1:]:\n"
+        "    if arg.startswith('--chat-history-file='):\n"
+        f"        os.symlink({str(secret)!r}, arg.split('=', 1)[1])\n"
+        f"sys.stdout.write({sample['stdout']!r})\n"
+    )
+    program.chmod(0o755)
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-1"}})
+    project.write_manifest([{"id": "ok", "prompt": "Say: All good."}], seats=("ai",))
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 0, done.stderr
+    receipt = project.receipt("ok:ai:1")
+    planted = Path(receipt["run_dir"]).parent / "seat" / "aider.chat.history.md"
+    assert planted.is_symlink()  # (where the command line named it)
+    assert Path(receipt["run_dir"], "final.txt").read_text() == "All good."

@@ -35,6 +35,11 @@ OPENAI_404_URL = (
 )
 QWEN_404 = "[API Error: 404 The model `m-1` does not exist or you do not have access to it.]"
 
+AIDER_EDIT = (
+    "I'll add the word.\n\nREADME.md\n```\n<<<<<<< SEARCH\nhello\n=======\nhello world\n"
+    ">>>>>>> REPLACE\n```\n\nDone."
+)
+
 # sample -> (answer, fault kind, fault message or None for "any", input, output, cost)
 EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, float | None]] = {
     "aider-0.72.0-effort": (
@@ -83,6 +88,9 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
     "aider-0.86.2-ok": ("All good.", None, None, 1200, 4, None),
     "aider-0.86.2-release-notes": ("All good.", None, None, 1200, 4, None),
     "aider-0.86.2-priced": ("All good.", None, None, 1200, 4, 0.00018),
+    # two requests (aider added the file the reply named and asked again): the last reply as
+    # the model wrote it, from aider's chat history, never stdout's diff of it
+    "aider-0.86.2-edit": (AIDER_EDIT, None, None, 2400, 8, None),
     "claude-1.0.30-400": ("", "quota", "Credit balance is too low", 0, 0, 0.0),
     "claude-1.0.30-404": ("", "model_unavailable", CLAUDE_404, 0, 0, 0.0),
     "claude-1.0.30-effort": (
@@ -239,7 +247,11 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
 def read_sample(name: str) -> Reading:
     sample = load_sample(name)
     return adapter_for(sample["cli"]).read(
-        exit_code=sample["exit_code"], stdout=sample["stdout"], stderr=sample["stderr"], now=NOW
+        exit_code=sample["exit_code"],
+        stdout=sample["stdout"],
+        stderr=sample["stderr"],
+        files=sample.get("files"),
+        now=NOW,
     )
 
 
@@ -323,7 +335,7 @@ def test_aider_samples_ran_brigades_own_command_line() -> None:
             prompt="Say: All good.",
             cwd=Path("/tmp/aider-ws"),
             run_dir=Path("/tmp/aider-run"),
-            writable=False,
+            writable="--chat-mode" not in argv,
             cell_id="x",
             coordinate="c:s:1",
         )

@@ -3,7 +3,12 @@
 aider has no structured output: stdout holds its banner, the reply, then a
 `Tokens: ... sent, ... received. Cost: $... message, $... session.` line per
 model call. A provider error is printed as `litellm.<ErrorClass>: <message>`
-(aider exits 0 even then); the class names the fault.
+(aider exits 0 even then); the class names the fault. The reply on stdout is
+not always the model's words (a whole-file edit is shown as a diff, a file
+aider adds to the chat is named above the next reply); its chat history file,
+kept in the run folder, holds them as the model wrote them, aider's own lines
+quoted (`> ...`, ending in two spaces) and the prompt's marked `#### `: the
+answer is the last reply there when there is one.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ _NOTICES = re.compile(
 
 # how far down aider's banner may start
 _BANNER_WITHIN = 20
+
+# aider's chat history (in the run folder): where it keeps the model's replies as written
+HISTORY = "aider.chat.history.md"
+_SESSION = "# aider chat started at "
 
 # litellm's exception classes, as aider prints them, and the fault each is
 _LITELLM_KINDS: dict[str, FaultKind | None] = {
@@ -115,7 +124,7 @@ class AiderAdapter(AgentCli):
             "--no-show-model-warnings",
             "--no-pretty",
             "--no-stream",
-            f"--chat-history-file={request.run_dir / 'aider.chat.history.md'}",
+            f"--chat-history-file={request.run_dir / HISTORY}",
             f"--input-history-file={request.run_dir / 'aider.input.history'}",
             *read_only,
             *opt("--model", seat.model),
@@ -129,6 +138,7 @@ class AiderAdapter(AgentCli):
             # aider prints through a console that wraps at the terminal width (80
             # columns without a terminal); a wide one keeps the reply's lines whole
             env={"COLUMNS": "100000"},
+            output_files=(HISTORY,),
         )
 
     def _parse(self, out: CliOutput) -> Parsed:
@@ -170,7 +180,26 @@ class AiderAdapter(AgentCli):
             return Parsed("", own_failure=own, usage=usage, reported=True)
         # retries before a reply leave aider's own notices above it
         answer = "\n".join(line for line in body if not _NOTICES.match(line)).strip()
+        if answer:
+            # the model's words as aider kept them, when it kept them
+            answer = _last_reply(out.files.get(HISTORY, "")) or answer
         return Parsed(answer, usage=usage, reported=bool(usage_lines))
+
+
+def _last_reply(history: str) -> str | None:
+    """The model's last reply in aider's chat history (of the session this run started)."""
+    lines = history.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(_SESSION)]
+    replies: list[list[str]] = [[]]
+    for line in lines[starts[-1] + 1 if starts else 0 :]:
+        # aider's own lines are quoted and end in a line break (two spaces), as do the
+        # prompt's (`#### `): either ends the reply before it
+        if line.endswith("  ") and line.startswith((">", "#### ")):
+            replies.append([])
+        else:
+            replies[-1].append(line)
+    texts = [text for text in ("\n".join(reply).strip() for reply in replies) if text]
+    return texts[-1] if texts else None
 
 
 def _at(lines: list[str], index: int) -> str:

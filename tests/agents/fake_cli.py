@@ -16,7 +16,8 @@ it finds in its HOME and tries to change every file there (`home` in the call).
 `install(folder, name, sample=NAME)` installs instead a fake of the version a
 sample of tests/data/cli_samples/ was captured from: it prints that version's
 `--version` line, and for any other command line that sample's exact output
-and exit code (what the real CLI of that version printed).
+and exit code (what the real CLI of that version printed), writing the files
+the sample keeps (`files`) where the command line names them.
 """
 
 from __future__ import annotations
@@ -127,6 +128,13 @@ def _replay(name: str, sample: str, args: list[str]) -> int:
     call = {"argv": args, "stdin": stdin, "sample": sample}
     with open(sys.argv[0] + ".calls.jsonl", "a") as handle:
         handle.write(json.dumps(call) + "\n")
+    # files the CLI wrote beside its output, where this command line names them
+    for name, text in (doc.get("files") or {}).items():
+        for arg in args:
+            path = arg.split("=", 1)[-1]
+            if os.path.basename(path) == name:
+                with open(path, "w") as handle:
+                    handle.write(text)
     sys.stdout.write(doc["stdout"])
     sys.stderr.write(doc["stderr"])
     code: int = doc["exit_code"]
