@@ -2419,3 +2419,45 @@ def test_aider_keeps_its_history_in_the_run_folder_and_reads_it_back() -> None:
     invocation = adapter_for("aider").invocation(request)
     assert "--chat-history-file=/r/aider.chat.history.md" in invocation.argv
     assert invocation.output_files == ("aider.chat.history.md",)
+
+
+@pytest.mark.parametrize(
+    ("message", "kind", "wait"),
+    [
+        (
+            "Ran into this error: Rate limit exceeded: Rate limit exceeded. Please retry after "
+            "12 seconds.",
+            "rate_limited",
+            12.0,
+        ),
+        (
+            "Ran into this error: Server error: Server error (529 <unknown status code>): "
+            "Overloaded.",
+            "overloaded",
+            None,
+        ),
+        (
+            "Ran into this error: Server error: Server error (500 Internal Server Error): "
+            "Internal server error.",
+            "provider_5xx",
+            None,
+        ),
+        (
+            "Ran into this error: Request failed: Request failed with status: 400 Bad Request. "
+            "Message: Your credit balance is too low to access the Anthropic API.",
+            "quota",
+            None,
+        ),
+    ],
+)
+def test_a_goose_typed_error_of_kind_other_is_the_fault_its_words_name(
+    message: str, kind: str, wait: float | None
+) -> None:
+    """goose types only auth, credits and context errors (its MessageErrorKind); any other
+    provider error is `other`, in goose's `Ran into this error: ...` words."""
+    error = {"type": "error", "kind": "other", "message": message}
+    stdout = out.goose_output(out.goose_message("assistant", error), status="error", zero=True)
+    reading = adapter_for("goose").read(exit_code=1, stdout=stdout, stderr="", now=NOW)
+    fault = reading.fault
+    assert reading.own_failure is None and fault is not None
+    assert (fault.kind, fault.detail, fault.retry_after_seconds) == (kind, message, wait)
