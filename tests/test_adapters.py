@@ -1105,7 +1105,7 @@ EXPECTED: dict[str, dict[str, tuple[str, Fault | None, OwnFailure | None]]] = {
             "",
             fault_of(
                 "transport_drop",
-                "litellm.APIConnectionError: APIConnectionError: OpenAIException - "
+                "litellm.InternalServerError: InternalServerError: OpenAIException - "
                 "Connection error.",
             ),
             None,

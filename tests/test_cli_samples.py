@@ -70,6 +70,21 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
         "requests. Please try again in 20s.",
         *[None] * 3,
     ),
+    # litellm names a dropped connection an InternalServerError: still a dropped connection
+    "aider-0.86.2-drop": (
+        "",
+        "transport_drop",
+        "litellm.InternalServerError: InternalServerError: OpenAIException - Connection error.",
+        *[None] * 3,
+    ),
+    "aider-0.86.2-quota": (
+        "",
+        "quota",
+        "litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current "
+        "quota, please check your plan and billing details. For more information on this error, "
+        "read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",
+        *[None] * 3,
+    ),
     "aider-0.86.2-500": (
         "",
         "provider_5xx",

@@ -87,6 +87,11 @@ def _litellm_kind(name: str, message: str) -> FaultKind | None:
         # a 429 for an empty balance, a 5xx that is an overload: the message is more precise
         if kind in ("rate_limited", "provider_5xx") and by_text in ("quota", "overloaded"):
             return by_text
+        # litellm names a connection that dropped an InternalServerError too: the provider's
+        # part of its message (after `OpenAIException - `) says which it was
+        said = classify_fault(message.rsplit("Exception - ", 1)[-1])
+        if kind == "provider_5xx" and said == "transport_drop":
+            return said
         return kind
     # APIError, BadRequestError...: only an account problem is the apparatus's
     return by_text if name == "APIError" or by_text in ("auth", "quota") else None

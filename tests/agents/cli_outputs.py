@@ -1286,8 +1286,11 @@ AIDER: dict[str, Sample] = {
     ),
     "drop": (
         0,
+        # as 0.86.2 printed it (tests/data/cli_samples/aider-0.86.2-drop): litellm names a
+        # dropped connection an InternalServerError
         aider_error(
-            "litellm.APIConnectionError: APIConnectionError: OpenAIException - Connection error."
+            "litellm.InternalServerError: InternalServerError: OpenAIException - Connection error.",
+            "The API provider's servers are down or overloaded.",
         ),
         "",
     ),
