@@ -1022,3 +1022,21 @@ def test_aider_history_planted_as_a_link_is_not_followed(project: Project, tmp_p
     planted = Path(receipt["run_dir"]).parent / "seat" / "aider.chat.history.md"
     assert planted.is_symlink()  # (where the command line named it)
     assert Path(receipt["run_dir"], "final.txt").read_text() == "All good."
+
+
+def test_aider_out_of_its_context_window_is_the_seats_own_end(
+    project: Project, tmp_path: Path
+) -> None:
+    """aider 0.86.2 meeting a model's context limit prints its token-limit advice: the seat's
+    own failure (execution_error, exit 1), never the apparatus's empty output."""
+    folder = install_versions(tmp_path, aider="aider-0.86.2-context")
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-context"}})
+    project.write_manifest([{"id": "long", "prompt": "a long prompt"}], seats=("ai",))
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 1, done.stderr
+    receipt = project.receipt("long:ai:1")
+    assert receipt["state"] == "execution_error" and "fault" not in receipt
+    assert receipt["failure_detail"] == (
+        f"{OWN_FAILURES['agent_error']}: Model openai/m-context has hit a token limit!"
+    )
+    assert receipt["usage"]["input_tokens"] == 161

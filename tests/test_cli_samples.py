@@ -71,6 +71,8 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
         *[None] * 3,
     ),
     # litellm names a dropped connection an InternalServerError: still a dropped connection
+    # the model's context window ran out: the seat's own end (OWN), no fault, 161 tokens sent
+    "aider-0.86.2-context": ("", None, None, 161, 0, None),
     "aider-0.86.2-drop": (
         "",
         "transport_drop",
@@ -259,6 +261,10 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
 }
 
 
+# samples that are the seat's own end, not the apparatus's: (kind, detail)
+OWN = {"aider-0.86.2-context": ("agent_error", "Model openai/m-context has hit a token limit!")}
+
+
 def read_sample(name: str) -> Reading:
     sample = load_sample(name)
     return adapter_for(sample["cli"]).read(
@@ -286,7 +292,8 @@ def test_real_output_is_read(name: str) -> None:
     reading = read_sample(name)
     assert reading.final_text == answer
     assert (reading.fault.kind if reading.fault else None) == kind
-    assert reading.own_failure is None  # no sample is the seat's own failure
+    own = reading.own_failure
+    assert ((own.kind, own.detail) if own else None) == OWN.get(name)
     if message is not None:
         assert reading.fault is not None and reading.fault.detail == message
     usage = reading.usage

@@ -37,6 +37,8 @@ _TOKENS = re.compile(
 _COST = re.compile(r"^Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.$")
 _LITELLM = re.compile(r"^litellm\.(?P<name>\w+):\s*(?P<message>.*)$")
 _MODEL = re.compile(r"^(?:Main model|Model): (?P<model>\S+) with ")
+# what aider prints when the model's context window (or output limit) ran out
+_TOKEN_LIMIT = re.compile(r"^Model \S+ has hit a token limit!$")
 # what aider prints around a failed model call (never the model's words), and the
 # release notes' address it prints on a version's first run unless told not to
 _NOTICES = re.compile(
@@ -182,6 +184,11 @@ class AiderAdapter(AgentCli):
             if found is not None:
                 return Parsed("", fault=found, usage=usage, reported=True)
             own = OwnFailure(kind="agent_error", detail=one_line(message))
+            return Parsed("", own_failure=own, usage=usage, reported=True)
+        # the model ran out of its context window or its output limit: the seat's own end
+        limit = next((line for line in tail if _TOKEN_LIMIT.match(line)), None)
+        if limit is not None:
+            own = OwnFailure(kind="agent_error", detail=one_line(limit))
             return Parsed("", own_failure=own, usage=usage, reported=True)
         # retries before a reply leave aider's own notices above it
         answer = "\n".join(line for line in body if not _NOTICES.match(line)).strip()
