@@ -72,6 +72,15 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
     ),
     # litellm names a dropped connection an InternalServerError: still a dropped connection
     # the model's context window ran out: the seat's own end (OWN), no fault, 161 tokens sent
+    # "6.0k sent" counts the 1.2k cache write twice: input is 4800 (1200 + 1200 + 2400)
+    "aider-0.86.2-anthropic-ok": ("All good.", None, None, 4800, 345, 0.01),
+    "aider-0.86.2-anthropic-529": (
+        "",
+        "overloaded",
+        'litellm.InternalServerError: AnthropicError - {"type": "error", "error": {"type": '
+        '"overloaded_error", "message": "Overloaded"}}',
+        *[None] * 3,
+    ),
     "aider-0.86.2-context": ("", None, None, 161, 0, None),
     "aider-0.86.2-drop": (
         "",

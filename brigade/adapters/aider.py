@@ -90,8 +90,8 @@ def _litellm_kind(name: str, message: str) -> FaultKind | None:
         if kind in ("rate_limited", "provider_5xx") and by_text in ("quota", "overloaded"):
             return by_text
         # litellm names a connection that dropped an InternalServerError too: the provider's
-        # part of its message (after `OpenAIException - `) says which it was
-        said = classify_fault(message.rsplit("Exception - ", 1)[-1])
+        # part of its message (after `OpenAIException - `, `AnthropicError - `) says which
+        said = classify_fault(message.split(" - ", 1)[-1])
         if kind == "provider_5xx" and said == "transport_drop":
             return said
         return kind
@@ -227,12 +227,15 @@ def _usage(lines: list[str], usage_lines: list[int], model: str | None) -> Usage
     for index in usage_lines:
         match = _TOKENS.match(lines[index])
         assert match is not None
-        sent += _tokens(match["sent"]) or 0
+        written = _tokens(match["write"]) or 0
+        # aider adds the cache write to litellm's prompt count, which already holds it
+        # (aider 0.72.0 to 0.86.2, with litellm 1.58.2 to 1.81.10): counted once here
+        sent += (_tokens(match["sent"]) or 0) - written
         received += _tokens(match["received"]) or 0
         if match["hit"]:
             saw_hit, hit = True, hit + (_tokens(match["hit"]) or 0)
         if match["write"]:
-            saw_write, write = True, write + (_tokens(match["write"]) or 0)
+            saw_write, write = True, write + written
         cost = match if match["session"] else _COST.match(_at(lines, index + 1))
         if cost is not None:
             session = float(cost["session"])

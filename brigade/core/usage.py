@@ -59,9 +59,10 @@ How each CLI's numbers map onto these fields:
 - goose (`metadata`): input_tokens includes the cache; cost_usd is goose's own
   (0 when it has no price).
 - aider (its `Tokens: ... sent, ... cache write, ... cache hit, ... received.`
-  lines, one per model call, summed): "sent" already counts cache writes and
-  hits; aider rounds counts of 1000 and more (12k, 1.2k). Cost = the last
-  `$... session` (reported); turns = usage lines.
+  lines, one per model call, summed): "sent" counts cache hits and counts cache
+  writes twice (aider adds them to litellm's prompt count, which holds them), so
+  input = sent - cache write; aider rounds counts of 1000 and more (12k, 1.2k).
+  Cost = the last `$... session` (reported); turns = usage lines.
 - ollama (`--verbose` on stderr): input = `prompt eval count` (the prompt
   tokens evaluated; a cached prefix is not counted), output = `eval count`.
 - exec: what the program wrote to `$BRIGADE_USAGE_FILE` (`usage_from_document`).

@@ -1267,11 +1267,12 @@ AIDER: dict[str, Sample] = {
         ),
         "",
     ),
+    # as 0.86.2 printed it (tests/data/cli_samples/aider-0.86.2-anthropic-529)
     "overloaded": (
         0,
         aider_error(
-            "litellm.InternalServerError: AnthropicException - "
-            '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+            "litellm.InternalServerError: AnthropicError - "
+            '{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}',
             "The API provider's servers are down or overloaded.",
         ),
         "",
