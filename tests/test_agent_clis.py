@@ -709,14 +709,19 @@ def test_a_cli_refusing_the_command_line_stops_its_seat(project: Project, tmp_pa
 
 
 def test_a_newer_cli_is_supported_by_doctor(project: Project, tmp_path: Path) -> None:
-    folder = install_versions(tmp_path, claude="claude-2.1.38-ok", qwen="qwen-0.24.4-ok")
-    project.write_roster({"opus": {"cli": "claude"}, "coder": {"cli": "qwen"}})
-    project.write_manifest([{"id": "c", "prompt": "hi"}], seats=("opus", "coder"))
+    folder = install_versions(
+        tmp_path, claude="claude-2.1.38-ok", qwen="qwen-0.24.4-ok", aider="aider-0.86.2-ok"
+    )
+    project.write_roster(
+        {"opus": {"cli": "claude"}, "coder": {"cli": "qwen"}, "ai": {"cli": "aider"}}
+    )
+    project.write_manifest([{"id": "c", "prompt": "hi"}], seats=("opus", "coder", "ai"))
     doctor = project.brigade("doctor", str(project.manifest), PATH=path_with(folder))
     assert doctor.returncode == 0, doctor.stdout
     rows = {line.split()[0]: line for line in doctor.stdout.splitlines()[:-1]}
     assert "(2.1.38 (Claude Code); supported: 2.1.38 or newer;" in rows["opus"]
     assert "(0.24.4; supported: 0.1.4 or newer;" in rows["coder"]
+    assert "(aider 0.86.2; supported: 0.73.0 or newer;" in rows["ai"]
 
 
 def test_a_model_the_account_cannot_use_stops_its_seat(project: Project, tmp_path: Path) -> None:
