@@ -348,31 +348,110 @@ def test_executor_settings_are_checked_before_anything_runs(project: Project) ->
     assert project.launches() == 0
 
 
-def test_cases_with_their_own_workspace_are_refused_by_the_dask_executor(
-    project: Project,
-) -> None:
-    repo = project.root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+def own_world_battery(project: Project) -> None:
+    """Writable cases over repositories of their own, two trials each: `a` at its first
+    commit, `b` with a setup whose product the graders check, `broken` whose setup fails."""
+    for name in ("repo-a", "repo-b"):
+        repo = project.root / name
+        repo.mkdir()
+        git(repo, "init", "-q")
+        for version in ("1", "2"):
+            (repo / "version.txt").write_text(f"{name} {version}\n")
+            git(repo, "add", "-A")
+            git(repo, "commit", "-qm", version)
+    fixed = [{"type": "command", "command": "grep -q fixed fix.txt"}]
     project.write_manifest(
         [
-            {"id": "plain", "prompt": "answer: x"},
-            {"id": "own", "prompt": "answer: x", "workspace": {"repo": "repo"}, "setup": ["true"]},
-        ]
+            {
+                "id": "a",
+                "prompt": "write: fix.txt=fixed\nanswer: done",
+                "workspace": {"repo": "repo-a", "commit": "HEAD~1"},
+                "graders": [
+                    *fixed,
+                    {"type": "command", "command": "grep -qx 'repo-a 1' version.txt"},
+                ],
+            },
+            {
+                "id": "b",
+                "prompt": "write: fix.txt=fixed\nanswer: done",
+                "workspace": {"repo": "repo-b"},
+                "setup": ["echo built > built.txt"],
+                "graders": [*fixed, {"type": "command", "command": "grep -qx built built.txt"}],
+            },
+            {
+                "id": "broken",
+                "prompt": "answer: never",
+                "workspace": {"repo": "repo-b"},
+                "setup": ["echo cannot install >&2; exit 4"],
+            },
+        ],
+        trials=2,
+        execution={"mode": "writable-worktree"},
     )
-    address = f"tcp://127.0.0.1:{free_port()}"  # refused before any connection is tried
-    for done in (
-        project.run("--executor", "dask", "--scheduler", address),
-        project.doit("executor=dask", f"scheduler={address}"),
-    ):
-        assert done.returncode == 2, done.stderr
-        assert done.stderr.count("\n") == 1, done.stderr
-        assert "cases[1].workspace: case 'own' has a workspace of its own, which the dask " in (
-            done.stderr
-        )
-        assert not project.out.exists()
-    assert project.launches() == 0
+
+
+def worker_copies(cluster: Cluster) -> list[str]:
+    """The copies of cases' workspaces the workers made (one name per worker and bundle)."""
+    return sorted(path.name for path in cluster.root.glob("scratch/**/brigade-workspaces/*"))
+
+
+def test_cases_with_their_own_workspace_run_on_workers_from_the_built_tree(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    projects = {name: Project(tmp_path / name) for name in ("local", "dask")}
+    for project in projects.values():
+        own_world_battery(project)
+    local = projects["local"].run()
+    before = len(cluster.launches())
+    remote = dask_run(projects["dask"], cluster)
+    assert (local.returncode, remote.returncode) == (3, 3), local.stderr + remote.stderr
+    project = projects["dask"]
+    assert outcome(project) == outcome(projects["local"]), (faults(project), cluster.logs())
+    assert project.states() == {
+        "a:agent:1": "accepted",
+        "a:agent:2": "accepted",
+        "b:agent:1": "accepted",
+        "b:agent:2": "accepted",
+        "broken:agent:1": "adapter_error",
+        "broken:agent:2": "adapter_error",
+    }
+    # the seats ran on the workers; the failed setup's cells launched nothing
+    assert sorted(c for c, _ in cluster.launches()[before:]) == [
+        "a:agent:1",
+        "a:agent:2",
+        "b:agent:1",
+        "b:agent:2",
+    ]
+    broken = project.receipt("broken:agent:1")
+    assert broken["fault"]["kind"] == "setup_failed"
+    log = broken["failure_detail"].split("(log: ")[1].rstrip(")")
+    assert "cannot install" in (project.out / log).read_text()
+    # each setup ran once, on the coordinator; each built tree reached the workers as one
+    # bundle, of which each worker made one copy at most, and nothing half-made is left
+    assert len(list((project.out / "workspaces").iterdir())) == 3
+    copies = worker_copies(cluster)
+    assert 2 <= len(copies) <= 4, copies
+    assert len({name.rsplit("-", 1)[0] for name in copies}) == 2, copies
+    assert not any(name.startswith(".") for name in copies)
+    # the changes came back: the patch of each run, its snapshot at the built commit
+    heads = {
+        json.loads(path.read_text())["head"]
+        for path in (project.out / "workspaces").glob("*/workspace.json")
+    }
+    for coordinate in ("a:agent:1", "b:agent:2"):
+        run = project.cell_dir(coordinate) / "attempts/attempt-001/run"
+        assert "+fixed" in (run / "changes.patch").read_text()
+        assert json.loads((run / "run.json").read_text())["workspace_snapshot"]["head"] in heads
+    # a regrade re-applies each stored patch at its case's own built commit, here
+    regraded = project.brigade("regrade", str(project.out))
+    assert regraded.returncode == 3, regraded.stderr
+    assert outcome(project) == outcome(projects["local"])
+    # nothing changed: nothing is submitted, nothing launched, nothing bundled again
+    launched = len(cluster.launches())
+    again = dask_run(project, cluster)
+    assert again.returncode == 3, again.stderr
+    assert len(cluster.launches()) == launched
+    assert worker_copies(cluster) == copies
 
 
 def test_a_seat_whose_resource_no_worker_offers_exits_2_and_a_missing_commit_is_a_fault(

@@ -4,6 +4,8 @@ and the real doit."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import sys
 import textwrap
@@ -461,3 +463,46 @@ def test_a_read_only_run_in_the_sandbox_cannot_write_its_cases_folder(project: P
     assert project.states() == {"c:one:1": "accepted", "c:one:2": "accepted"}
     assert [run[:3] for run in _read_only_runs(project)] == [["d1", "clean", "refused"]] * 2
     assert sorted(p.name for p in world.iterdir()) == ["version.txt"]
+
+
+# -- a built tree shipped to another machine ---------------------------------------------
+
+
+def test_a_built_tree_travels_as_a_bundle_checked_by_its_digest(project: Project) -> None:
+    from brigade.run import workspaces
+
+    world_project(project, setup=["echo built > built.txt"])
+    assert project.run().returncode == 0
+    world = next(cell["workspace"] for cell in project.plan()["cells"] if cell["case_id"] == "b")
+    world = {"commit": world["commit"], "setup": world["setup"]}
+    state = workspaces.folder(project.out, world) / "workspace.json"
+    recorded = json.loads(state.read_text())
+    shipment, data = workspaces.bundle(project.out, world, recorded["head"])
+    assert shipment.key == state.parent.name
+    cache = project.root / "worker-cache"
+    # bytes that are not the bundle's (one changed, or none) are refused; bytes that match
+    # a digest but are no bundle fail in git; nothing is left behind either way
+    for bad in (data[:-1] + bytes([data[-1] ^ 1]), b""):
+        with pytest.raises(OSError, match="arrived with digest"):
+            workspaces.unbundle(cache, shipment, bad)
+        assert list(cache.glob("*")) == []
+    garbage = b"not a bundle"
+    forged = dataclasses.replace(shipment, digest="sha256:" + hashlib.sha256(garbage).hexdigest())
+    with pytest.raises(OSError, match="git bundle failed"):
+        workspaces.unbundle(cache, forged, garbage)
+    assert list(cache.glob("*")) == []
+    copy = workspaces.unbundle(cache, shipment, data)
+    assert copy == cache / shipment.name
+    assert git(copy, "rev-parse", "HEAD").strip() == recorded["head"]
+    assert (copy / "built.txt").read_text() == "built\n"
+    assert (copy / "version.txt").read_text() == "b1\n"
+    assert git(copy, "rev-list", "--count", "HEAD").strip() == "1"
+    # made once: a second seat run on this machine uses the copy as it is
+    marker = copy / ".git" / "made-once"
+    marker.write_text("")
+    assert workspaces.unbundle(cache, shipment, b"") == copy
+    assert marker.exists()
+    assert sorted(p.name for p in cache.iterdir()) == [shipment.name]
+    # a tree that is not at the commit it should be is not bundled
+    with pytest.raises(OSError, match="is not at commit"):
+        workspaces.bundle(project.out, world, "0" * 40)

@@ -250,19 +250,6 @@ def resolve_executor(options: Options, roster: Roster) -> ExecutorSpec:
     return ExecutorSpec(kind="dask", scheduler=scheduler)
 
 
-def refuse_own_workspaces(manifest: Manifest) -> None:
-    """InputError for a battery with cases that bring their own workspace under the dask
-    executor: what their attempts start from is built in the output directory, on this
-    machine, which a worker elsewhere cannot see."""
-    for index, case in enumerate(manifest.cases):
-        if case.workspace is not None:
-            raise InputError(
-                f"{manifest.path}: cases[{index}].workspace: case {case.id!r} has a workspace "
-                "of its own, which the dask executor cannot run (its setup is built in the "
-                "output directory on this machine); use --executor local (doit: executor=local)"
-            )
-
-
 # as in schemas/roster.v1.json (executor.scheduler)
 _SCHEDULER_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 
@@ -274,8 +261,6 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         options.manifest, options.roster, options.workspace
     )
     executor = resolve_executor(options, roster)
-    if executor.kind == "dask":
-        refuse_own_workspaces(manifest)
     workspace = resolve_workspace(options)
     if manifest.execution_mode == "writable-worktree" and any(
         case.workspace is None for case in manifest.cases
@@ -348,6 +333,8 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
             to_run,
             manifest.execution_mode == "writable-worktree",
             sandbox=options.sandbox,
+            ctx=ctx,
+            shared=any(case.workspace is None for case in manifest.cases),
         )
     return session
 

@@ -13,6 +13,13 @@ cell's lifecycle beyond that. A fault of the engine (a worker that died, a lost
 scheduler, a cancelled task) is an apparatus fault of that cell: adapter_error
 of kind cluster_lost (failure_reason transport_drop), which --retry-transient re-runs.
 
+A case with a workspace of its own starts from what its setup built in the output
+directory, on the coordinator. Its tree's one commit goes to the cluster once per run as
+a git bundle (`workspaces.bundle`, scattered under its key and digest); each worker makes
+its own copy once, after checking the digest (`workspaces.unbundle`), and branches every
+attempt's worktree from it. Graders, regrades included, run on the coordinator against
+the tree itself, as for a local run.
+
 `distributed` is imported only here and only when the executor is used, so the
 local executor needs nothing beyond brigade's own dependencies.
 """
@@ -32,11 +39,13 @@ from typing import Any
 
 from brigade import fs
 from brigade.adapters import adapter_for
+from brigade.core.identity import world_key
 from brigade.core.plan import Cell
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
-from brigade.run import proc, worktree
+from brigade.run import proc, workspaces, worktree
+from brigade.run.runner import RunContext, seat_start
 from brigade.run.seat import (
     LOG_READ_LIMIT,
     STDERR,
@@ -57,6 +66,8 @@ Done = Callable[[Callable[[], dict[str, Any]]], None]
 # on a worker: its own checkout of the workspace (else the coordinator's path, if it exists there)
 WORKSPACE_VARIABLE = "BRIGADE_WORKSPACE"
 INSTALL_HINT = "pip install 'brigade[dask]'"
+# in a worker's local directory: its copies of the cases' own workspaces (made once each)
+WORKSPACE_CACHE = "brigade-workspaces"
 # Dask groups tasks by the key's prefix (the dashboard shows "brigade-seat")
 TASK_PREFIX = "brigade-seat"
 CLOSE_TIMEOUT_SECONDS = 5
@@ -97,8 +108,13 @@ class DaskExecutor:
         seats: Mapping[str, SeatSpec],
         writable: bool,
         sandbox: SandboxMode | None = None,
+        ctx: RunContext | None = None,
+        shared: bool = True,
     ) -> None:
         self.address = address
+        # how this coordinator starts a seat run (a case's own workspace built here first)
+        self.ctx = ctx
+        self.shared = shared  # some case runs in the run's workspace (writable: from its HEAD)
         self.sandbox = sandbox  # --sandbox: every seat's sandbox mode on the workers
         self.out = out
         self.workspace = workspace
@@ -110,6 +126,9 @@ class DaskExecutor:
         self._pid = os.getpid()  # the futures live in this process
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[_Pending, Any]] = {}  # task key -> (cell, future)
+        # built workspaces sent to the cluster: world key -> (what names it, its future)
+        self._shipped: dict[str, tuple[workspaces.Shipment, Any]] = {}
+        self._shipping: dict[str, threading.Lock] = {}
 
     # -- coordinator -----------------------------------------------------------
 
@@ -160,7 +179,7 @@ class DaskExecutor:
                     f'with --resources "{resource}=N"'
                 )
             self._checked.add(name)
-        if self.writable and self.head is None:
+        if self.writable and self.shared and self.head is None:
             self.head = worktree.find_repo(self.workspace).head
 
     def _offered(self) -> tuple[dict[str, float], int]:
@@ -189,24 +208,41 @@ class DaskExecutor:
                 "the dask executor cannot run under doit -P process (its tasks are tracked in "
                 "the main process); drop -P process: the cluster runs the seats in parallel"
             )
-        pending = _Pending(cell, attempt, seat_job(cell, attempt, self.head, self.sandbox), record)
         key = f"{TASK_PREFIX}-{cell.cell_id[:16]}-{attempt}-{uuid.uuid4().hex[:8]}"
+        rdir = store.run_dir(self.out, cell.cell_id, attempt)
         try:
             if cell.seat.name not in self._checked:
                 # a cell that needs a run only now (its reuse source went bad) connects late
                 self._connect({cell.seat.name: cell.seat})
-                pending = dataclasses.replace(
-                    pending, job=seat_job(cell, attempt, self.head, self.sandbox)
-                )
+        except Exception as exc:
+            detail = _engine_fault("the seat run could not be submitted", exc)
+            unsent = _Pending(cell, attempt, seat_job(cell, attempt, None, self.sandbox), record)
+            done(lambda: self._record_fault(unsent, detail))
+            return
+        start = self._start(cell, attempt)
+        if isinstance(start, SeatRun):  # its case's setup failed: nothing to submit
+            failed = _Pending(cell, attempt, seat_job(cell, attempt, None, self.sandbox), record)
+            done(lambda: self._finish(failed, record_run(rdir, start)))
+            return
+        pending = _Pending(cell, attempt, start, record)
+        shipped: tuple[workspaces.Shipment | None, Any] = (None, None)
+        try:
+            if cell.workspace is not None:
+                shipped = self._ship(cell, str(start.head))
             future = self.client.submit(
                 run_on_worker,
                 pending.job,
                 str(self.workspace),
+                *shipped,
                 key=key,
                 resources={resource_name(cell.seat): 1},
                 pure=False,
                 retries=0,
             )
+        except OSError as exc:  # the built workspace could not be bundled here
+            detail = f"dask: the case's workspace could not be sent: {_one_line(exc)}"[:500]
+            done(lambda: self._record_fault(pending, detail, "worktree_failed"))
+            return
         except Exception as exc:
             detail = _engine_fault("the seat run could not be submitted", exc)
             done(lambda: self._record_fault(pending, detail))
@@ -221,6 +257,33 @@ class DaskExecutor:
             done(lambda: self._record(pending, future))
 
         future.add_done_callback(ended)
+
+    def _start(self, cell: Cell, attempt: int) -> SeatJob | SeatRun:
+        """The cell's seat job (writable runs of the run's workspace from its HEAD here), or
+        the run that never launched because its case's setup failed."""
+        if self.ctx is None:
+            return seat_job(cell, attempt, self.head, self.sandbox)
+        start = seat_start(self.ctx, cell, attempt)
+        if isinstance(start, SeatJob) and cell.workspace is None:
+            start = dataclasses.replace(start, head=self.head)
+        return start
+
+    def _ship(self, cell: Cell, head: str) -> tuple[workspaces.Shipment, Any]:
+        """The cell's built workspace on the cluster: bundled and scattered once per run
+        (what names it, and the future of its bytes); OSError when it cannot be bundled."""
+        world = cell.world()
+        assert world is not None
+        name = world_key(world)
+        with self._lock:
+            guard = self._shipping.setdefault(name, threading.Lock())
+        with guard:
+            found = self._shipped.get(name)
+            if found is not None and found[0].head == head:
+                return found
+            shipment, data = workspaces.bundle(self.out, world, head)
+            future = self.client.scatter({shipment.name: data}, hash=False)[shipment.name]
+            self._shipped[name] = (shipment, future)
+            return shipment, future
 
     def _record(self, pending: _Pending, future: Any) -> dict[str, Any]:
         """Record a finished task as a local run would be recorded; engine faults as faults."""
@@ -258,11 +321,11 @@ class DaskExecutor:
             return self._record_fault(pending, _engine_fault(what))
         return self._record_fault(pending, _engine_fault("the seat's task was cancelled"))
 
-    def _record_fault(self, pending: _Pending, detail: str) -> dict[str, Any]:
+    def _record_fault(
+        self, pending: _Pending, detail: str, kind: str = "cluster_lost"
+    ) -> dict[str, Any]:
         rdir = store.run_dir(self.out, pending.cell.cell_id, pending.attempt)
-        run = unlaunched_run(
-            pending.job, rdir, self.workspace, detail, "cluster_lost", "apparatus_fault"
-        )
+        run = unlaunched_run(pending.job, rdir, self.workspace, detail, kind, "apparatus_fault")
         return self._finish(pending, record_run(rdir, run))
 
     def _finish(self, pending: _Pending, run_doc: dict[str, Any]) -> dict[str, Any]:
@@ -283,6 +346,7 @@ class DaskExecutor:
     def close(self) -> None:
         """Disconnect from the scheduler (tasks still wanted only by us are dropped)."""
         client, self.client = self.client, None
+        self._shipped.clear()  # the cluster may drop the workspaces' bundles now
         if client is not None:
             try:
                 client.close(timeout=CLOSE_TIMEOUT_SECONDS)
@@ -316,8 +380,14 @@ def _unpack(files: Mapping[str, bytes], rdir: Path) -> None:
 # -- worker ---------------------------------------------------------------------
 
 
-def run_on_worker(job: SeatJob, coordinator_workspace: str) -> RemoteRun:
-    """The Dask task: run one seat on this worker, as a local run would, in its own workspace."""
+def run_on_worker(
+    job: SeatJob,
+    coordinator_workspace: str,
+    shipment: workspaces.Shipment | None = None,
+    bundle: bytes | None = None,
+) -> RemoteRun:
+    """The Dask task: run one seat on this worker, as a local run would, in its own workspace
+    (a case's own: this worker's copy of the `shipment`, made from `bundle` once)."""
     from distributed import get_worker
 
     worker = get_worker()
@@ -333,7 +403,18 @@ def run_on_worker(job: SeatJob, coordinator_workspace: str) -> RemoteRun:
         rdir, sdir = Path(scratch) / "run", Path(scratch) / "seat"
         rdir.mkdir()
         workspace, problem = worker_workspace(coordinator_workspace)
-        if workspace is None:
+        if shipment is not None:
+            if workspace is not None:  # a roster folder in this machine's checkout, as ever
+                job = localise(job, Path(coordinator_workspace), workspace)
+            cache = Path(worker.local_directory) / WORKSPACE_CACHE
+            try:
+                own = workspaces.unbundle(cache, shipment, bundle or b"")
+            except OSError as exc:
+                detail = f"dask worker {worker.address}: the case's workspace: {_one_line(exc)}"
+                run = unlaunched_run(job, rdir, cache, detail, "worktree_failed")
+            else:
+                run = execute_seat(job, own, rdir, sdir, should_stop=_cancelled(worker, key))
+        elif workspace is None:
             detail = f"dask worker {worker.address}: {problem}"
             run = unlaunched_run(job, rdir, Path(coordinator_workspace), detail, "launch_failed")
         else:

@@ -45,6 +45,8 @@ from brigade.run.seat import (
     RUN_SCHEMA,
     TRANSCRIPT,
     WORKER_RESULTS,
+    SeatJob,
+    SeatRun,
     execute_seat,
     record_run,
     seat_job,
@@ -311,19 +313,28 @@ def run_seat(ctx: RunContext, cell: Cell, attempt: int) -> dict[str, Any]:
     seat never runs.
     """
     rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
-    world = cell.world()
-    head = None
-    if world is not None and cell.workspace is not None:
-        built = ensure_workspace(ctx, cell)
-        if not built.ok:
-            job = seat_job(cell, attempt, sandbox_mode=ctx.sandbox)
-            detail = f"setup: {built.detail}"
-            return record_run(rdir, unlaunched_run(job, rdir, ctx.out, detail, "setup_failed"))
-        head = built.head
-    hidden = unseen_paths(cell.graders, ctx.manifest_dir)
-    job = seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox, hidden=hidden)
+    job = seat_start(ctx, cell, attempt)
+    if isinstance(job, SeatRun):
+        return record_run(rdir, job)
     sdir = store.seat_dir(ctx.out, cell.cell_id, attempt)
     return record_run(rdir, execute_seat(job, workspace_of(ctx, cell), rdir, sdir, out=ctx.out))
+
+
+def seat_start(ctx: RunContext, cell: Cell, attempt: int) -> SeatJob | SeatRun:
+    """The job that runs a cell's seat for an attempt (its case's own workspace built first,
+    once per case), or, when that case's setup failed, the run that never launched (its
+    logs written in the attempt's run folder, recorded nowhere yet). Both executors start
+    here: a Dask worker gets the job and the built commit it names."""
+    head = None
+    if cell.workspace is not None:
+        built = ensure_workspace(ctx, cell)
+        if not built.ok:
+            rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
+            job = seat_job(cell, attempt, sandbox_mode=ctx.sandbox)
+            return unlaunched_run(job, rdir, ctx.out, f"setup: {built.detail}", "setup_failed")
+        head = built.head
+    hidden = unseen_paths(cell.graders, ctx.manifest_dir)
+    return seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox, hidden=hidden)
 
 
 def workspace_of(ctx: RunContext, cell: Cell) -> Path:

@@ -10,6 +10,11 @@ so a seat cannot read a later fix from it). Writable runs branch their worktree 
 that commit, read-only runs run in the tree; a regrade re-applies a run's patch to it.
 `workspace.json` beside the tree records the key, the commit and whether the setup
 failed (with its log, `setup.log`), so a second run finds it built.
+
+A Dask worker cannot see the output directory: the coordinator sends it the built tree as
+a git bundle of its one commit (`bundle`, named by the workspace's key and its digest), and
+the worker makes its own copy once, from bytes whose digest it checks (`unbundle`), then
+branches each attempt's worktree from that copy as a local run does from the tree.
 """
 
 from __future__ import annotations
@@ -413,6 +418,83 @@ def _commit(files: Path) -> str:
         if code != 0:
             raise OSError(f"git {args[0]} failed: {' '.join(err.split()) or code}")
     return stdout.strip()
+
+
+# -- shipping a built tree to a Dask worker ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """A built workspace as a worker receives it: its key, its one commit, the digest of its
+    bundle's bytes (`sha256:<hex>`)."""
+
+    key: str
+    head: str
+    digest: str
+
+    @property
+    def name(self) -> str:
+        """The name the bundle goes by on the cluster and in a worker's cache."""
+        return f"brigade-workspace-{self.key}-{self.digest.removeprefix('sha256:')[:16]}"
+
+
+def bundle(out: Path, world: Mapping[str, Any], head: str) -> tuple[Shipment, bytes]:
+    """The built tree's one commit as a git bundle (every object it needs) and what names it;
+    OSError when git cannot make it or the tree is not at `head`."""
+    source = tree(out, world)
+    code, found, err = git(["rev-parse", "--verify", "HEAD^{commit}"], source, timeout=60)
+    if code != 0 or found.strip() != head:
+        raise OSError(f"the built workspace {source} is not at commit {head}")
+    with tempfile.TemporaryDirectory(prefix="brigade-bundle-") as scratch:
+        path = Path(scratch) / "tree.bundle"
+        code, _, err = git(["bundle", "create", "--quiet", str(path), "HEAD"], source)
+        if code != 0:
+            raise OSError(f"git bundle failed: {' '.join(err.split()) or code}")
+        data = store.read_regular(path)
+    return Shipment(world_key(world), head, "sha256:" + hashlib.sha256(data).hexdigest()), data
+
+
+def unbundle(cache: Path, shipment: Shipment, data: bytes) -> Path:
+    """This machine's copy of a shipped workspace (a git repository at its one commit) in
+    `cache`, made once: the bytes must have the shipment's digest and hold its commit.
+    OSError when they do not or git fails; nothing half-made is left."""
+    target = cache / shipment.name
+    with _lock(str(target)):
+        if (target / ".git").is_dir():  # made by an earlier seat run on this machine
+            return target
+        found = "sha256:" + hashlib.sha256(data).hexdigest()
+        if found != shipment.digest:
+            raise OSError(
+                f"the workspace bundle {shipment.name} arrived with digest {found}, "
+                f"not {shipment.digest}"
+            )
+        cache.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{shipment.name}.", dir=cache))
+        try:
+            path = scratch / "tree.bundle"
+            store.atomic_write_bytes(path, data, durable=False)
+            files = scratch / TREE
+            files.mkdir()
+            for args in (
+                ["init", "--quiet"],
+                ["bundle", "unbundle", str(path)],
+                ["-c", "advice.detachedHead=false", "checkout", "-q", "--detach", shipment.head],
+                ["rev-parse", "--verify", "HEAD^{commit}"],
+            ):
+                code, stdout, err = git(args, files)
+                if code != 0:
+                    raise OSError(f"git {args[0]} failed: {' '.join(err.split()) or code}")
+            if stdout.strip() != shipment.head:
+                raise OSError(f"the workspace bundle {shipment.name} is not at {shipment.head}")
+            try:
+                os.replace(files, target)
+            except OSError:
+                # another process sharing the cache made it first
+                if not (target / ".git").is_dir():
+                    raise
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return target
 
 
 def paths_of(cells: Iterable[Any]) -> list[str]:
