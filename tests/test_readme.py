@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, brigade_command
+from conftest import REPO, brigade_command, git
 
 README = (REPO / "README.md").read_text()
 DOCS = REPO / "docs"
@@ -314,14 +314,26 @@ def test_the_contracts_name_exactly_the_states_and_identity_fields_of_the_code()
     assert identity.CELL_SCHEMA in fields
 
 
-def test_the_two_project_battery_runs_as_documented(repo_copy: Path) -> None:
-    """docs/coding-benchmarks.md's battery over two projects, with exactly the documented
-    commands, right after the README's set-up (pytest is already there: pip installs
-    nothing, and needs no network)."""
+def test_the_two_repository_battery_runs_as_documented(repo_copy: Path) -> None:
+    """docs/coding-benchmarks.md's battery over two git repositories, with exactly the
+    documented commands, right after the README's set-up (pytest is already there: pip
+    installs nothing, and needs no network)."""
     import shlex
 
-    install, run = block_after("coding-command", page("coding-benchmarks.md")).split(" && ")
+    make, both = block_after("coding-command", page("coding-benchmarks.md")).splitlines()
+    assert shlex.split(make) == [".venv/bin/python", "manifests/make_repos.py"]
+    install, run = both.split(" && ")
     assert shlex.split(install) == [".venv/bin/pip", "install", "pytest"]
+    made = subprocess.run(
+        [sys.executable, "manifests/make_repos.py"],
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    repos = repo_copy / ".brigade" / "repos"
+    assert sorted(p.name for p in repos.iterdir()) == ["fixit", "shop"]
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "pytest"]
     assert subprocess.run(pip, capture_output=True, text=True, timeout=120).returncode == 0
     documented = shlex.split(run)
@@ -345,10 +357,32 @@ def test_the_two_project_battery_runs_as_documented(repo_copy: Path) -> None:
         "fix-total:hasty:1": "accepted",
     }
     assert "[1/4]" not in done.stderr  # the second run ran no cell
-    # one build per project; the shop's setup built its catalogue there, not in the checkout
+    # each case's repository at the sha its tag names
+    tags = {name: git(repos / name, "rev-parse", "v1").strip() for name in ("fixit", "shop")}
+    worlds = {cell["case_id"]: cell["workspace"] for cell in plan["cells"]}
+    assert worlds["fix-add"] == {"repo": str(repos / "fixit"), "commit": tags["fixit"]}
+    assert worlds["fix-total"]["commit"] == tags["shop"]
+    # one build per repository; the shop's setup built its catalogue there, not in the
+    # repository, and neither repository changed
     assert len(list((out / "workspaces").iterdir())) == 2
-    assert not (repo_copy / "manifests" / "shop" / "build").exists()
-    assert "return a - b" in (repo_copy / "manifests" / "fixit" / "calc.py").read_text()
+    for name in ("fixit", "shop"):
+        assert git(repos / name, "status", "--porcelain") == ""
+        assert git(repos / name, "rev-list", "--count", "HEAD").strip() == "1"
+    assert not (repos / "shop" / "build").exists()
+    assert "return a - b" in (repos / "fixit" / "calc.py").read_text()
+    # the script again: both left as they are (the same commits)
+    again = subprocess.run(
+        [sys.executable, "manifests/make_repos.py"], cwd=repo_copy, capture_output=True, text=True
+    )
+    assert again.returncode == 0 and again.stdout.count("left as it is") == 2, again.stdout
+    # a commit, its tag moved: that case's setup and cells run again, its old cells stale
+    git(repos / "shop", "commit", "-q", "--allow-empty", "-m", "v1, again")
+    git(repos / "shop", "tag", "-f", "v1")
+    moved = subprocess.run(command, cwd=repo_copy, capture_output=True, text=True, timeout=300)
+    assert moved.returncode == 1, moved.stderr
+    assert "2 stale cells" in moved.stderr
+    assert moved.stderr.count("fix-total:") == 2 and "fix-add:" not in moved.stderr
+    assert len(list((out / "workspaces").iterdir())) == 3
 
 
 def test_every_adapters_oldest_version_is_stated_as_it_is_defined() -> None:
