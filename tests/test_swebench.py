@@ -138,6 +138,23 @@ def test_swebench_instances_import_and_run_offline(project: Project) -> None:
     run = project.cell_dir("acme__calc-1:fixer:1") / "attempts/attempt-001/run"
     assert "test_add.py" not in (run / "changes.patch").read_text()
 
+    # a regrade applies each stored patch at its case's own base commit, whatever the
+    # repository's HEAD (here already fixed, which the seats' patches would not apply to)
+    (repos / "acme__calc" / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    git(repos / "acme__calc", "commit", "-qam", "the fix, later")
+    before = project.receipts()
+    launches = project.launches()
+    regraded = project.brigade("regrade", str(project.out))
+    assert regraded.returncode == 1, regraded.stderr
+    assert project.launches() == launches
+    after = project.receipts()
+    assert {c: r["state"] for c, r in after.items()} == {c: r["state"] for c, r in before.items()}
+    assert regraded.stdout.startswith("regraded 4 cell(s) from stored output (0 changed state)")
+    for coordinate, receipt in after.items():
+        assert receipt["graders"][0]["component_checks"] == (
+            before[coordinate]["graders"][0]["component_checks"]
+        )
+
 
 def test_junit_names_of_pytest_node_ids() -> None:
     assert junit_name("tests/test_a.py::TestX::test_y[1]") == "tests.test_a.TestX.test_y[1]"

@@ -7,13 +7,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shutil
+import socket
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, git
+from conftest import FAKE_CLI, Project, git
 
 # a seat that says what it sees: the version file, how many commits its checkout has, and
 # whether the setup's product is there; a writable run also edits the version file
@@ -47,9 +51,9 @@ def make_repo(folder: Path, versions: list[str]) -> list[str]:
     return shas
 
 
-def world_project(project: Project, setup: Any = None) -> dict[str, list[str]]:
+def world_project(project: Project, setup: Any = None, trials: int = 1) -> dict[str, list[str]]:
     """Two cases over two repositories: `a` at its head, `b` at its first commit (with
-    `setup`, when given)."""
+    `setup`, when given), two seats, `trials` each."""
     shas = {
         "a": make_repo(project.root / "repo-a", ["a1", "a2"]),
         "b": make_repo(project.root / "repo-b", ["b1", "b2"]),
@@ -81,6 +85,7 @@ def world_project(project: Project, setup: Any = None) -> dict[str, list[str]]:
             case_b,
         ],
         seats=("one", "two"),
+        trials=trials,
         execution={"mode": "writable-worktree"},
     )
     return shas
@@ -169,6 +174,8 @@ def test_a_moved_commit_makes_the_case_stale_and_only_it_runs(project: Project) 
         ),
         ({"repo": "plain"}, "cases[0].workspace.repo: {root}/plain is not a git repository"),
         ({"dir": "../outside"}, "cases[0].workspace.dir: '../outside' is outside the manifest's"),
+        ({"dir": "{root}/plain"}, "cases[0].workspace.dir: '{root}/plain' is outside the manifest"),
+        ({"dir": "link"}, "cases[0].workspace.dir: 'link' is outside the manifest's folder"),
     ],
 )
 def test_a_workspace_that_cannot_be_is_refused_before_anything_runs(
@@ -177,6 +184,8 @@ def test_a_workspace_that_cannot_be_is_refused_before_anything_runs(
     make_repo(project.root / "repo", ["r1"])
     (project.root / "plain").mkdir()
     (project.root.parent / "outside").mkdir(exist_ok=True)
+    (project.root / "link").symlink_to(project.root.parent / "outside")
+    workspace = {key: value.format(root=project.root) for key, value in workspace.items()}
     project.write_manifest([{"id": "c", "prompt": "answer: ok", "workspace": workspace}])
     for done in (project.run(), project.doit()):
         assert done.returncode == 2, done.stderr
@@ -283,9 +292,85 @@ def test_a_failing_setup_is_an_apparatus_fault_of_every_cell_of_its_case(
     assert project.launches() == 2
 
 
+def test_one_setup_serves_every_seat_and_trial_and_an_edited_input_rebuilds_only_its_case(
+    project: Project,
+) -> None:
+    count = project.root / "setups.log"  # each setup run adds a line (outside any sandbox)
+    (project.root / "catalogue.csv").write_text("one\n")
+    setup = {"commands": ['echo b >> "$SETUP_COUNT"'], "inputs": ["catalogue.csv"]}
+    world_project(project, setup=setup, trials=2)
+    done = project.run("--sandbox", "off", SETUP_COUNT=str(count))
+    assert done.returncode == 0, done.stderr
+    assert count.read_text() == "b\n"  # once, for case b's two seats x two trials
+    assert project.launches() == 8
+    # nothing changed: nothing runs, no setup either
+    again = project.run("--sandbox", "off", SETUP_COUNT=str(count))
+    assert again.returncode == 0, again.stderr
+    assert (count.read_text(), project.launches()) == ("b\n", 8)
+    # an input of the setup edited: its case's setup and four cells run again, the rest not
+    (project.root / "catalogue.csv").write_text("two\n")
+    edited = project.run("--sandbox", "off", SETUP_COUNT=str(count))
+    assert edited.returncode == 0, edited.stderr
+    assert "4 stale cells" in edited.stderr
+    assert count.read_text() == "b\nb\n"
+    assert sorted(project.log.read_text().split()[8:]) == [
+        "b:one:1",
+        "b:one:2",
+        "b:two:1",
+        "b:two:2",
+    ]
+
+
+def test_a_regrade_builds_a_removed_workspace_again_at_the_cases_commit(
+    project: Project,
+) -> None:
+    world_project(project, setup=["echo built > built.txt"])
+    # a command grader over each writable run's changes, at its case's built commit
+    project.manifest.write_text(
+        project.manifest.read_text().replace(
+            "- type: regex_output\n    pattern: ^a2 1 -$",
+            "- type: command\n    command: grep -qx a2 version.txt && grep -q edited version.txt",
+        )
+    )
+    assert project.run().returncode == 0
+    assert project.states()["a:one:1"] == "accepted"
+    # the built trees are derived data: gone, a regrade builds them again (the same commits)
+    heads = sorted(p.read_text() for p in (project.out / "workspaces").glob("*/workspace.json"))
+    shutil.rmtree(project.out / "workspaces")
+    regraded = project.brigade("regrade", str(project.out))
+    assert regraded.returncode == 0, regraded.stdout + regraded.stderr
+    assert regraded.stdout.startswith("regraded 4 cell(s) from stored output (0 changed state)")
+    assert set(project.states().values()) == {"accepted"}
+    assert sorted(p.read_text() for p in (project.out / "workspaces").glob("*/workspace.json")) == (
+        heads
+    )
+    assert project.launches() == 4
+    # gone again, and the manifest's setup is no longer the one it was built with: the
+    # regrade is refused before any cell is graded (never graded against another build)
+    shutil.rmtree(project.out / "workspaces")
+    project.manifest.write_text(project.manifest.read_text().replace("echo built", "echo other"))
+    receipts = project.receipts()
+    refused = project.brigade("regrade", str(project.out))
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert "b:one:1: its case's built workspace (workspaces/" in refused.stderr
+    assert "no longer has the setup it was built with" in refused.stderr
+    assert project.receipts() == receipts
+
+
+def test_a_setup_past_its_time_limit_fails_its_case(project: Project) -> None:
+    world_project(project, setup={"commands": ["sleep 60"], "timeout_seconds": 0.5})
+    done = project.run()
+    assert done.returncode == 3, done.stderr
+    assert project.launches() == 2  # case a's seats only
+    receipt = project.receipt("b:one:1")
+    assert (receipt["state"], receipt["fault"]["kind"]) == ("adapter_error", "setup_failed")
+    assert receipt["failure_detail"].startswith("setup: setup timed out (its limit is 0.5 s)")
+
+
 # -- tests the agent never sees -----------------------------------------------------------
 
-from brigade.run import sandbox  # noqa: E402
+from brigade.run import sandbox, workspaces  # noqa: E402
 
 AVAILABLE = sandbox.probe()
 needs_bwrap = pytest.mark.skipif(not AVAILABLE.ok, reason=f"no sandbox: {AVAILABLE.detail}")
@@ -370,6 +455,92 @@ def test_tests_named_by_graders_are_hidden_from_the_seat(project: Project) -> No
     assert "test_new.py" not in (run / "changes.patch").read_text()
     # the test patch never reached the case's repository
     assert not (repo / "test_new.py").exists()
+
+
+# -- the setup's network switch ----------------------------------------------------------
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that says hello to every connection; its port."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            connection.sendall(b"hello\n")
+            connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+@needs_bwrap
+def test_setup_has_its_own_network_switch_and_the_seat_keeps_its_own(
+    project: Project, listener: int
+) -> None:
+    world = project.root / "world"
+    world.mkdir()
+    (world / "version.txt").write_text("d1\n")
+    # the setup records what a connection to the listener got (it succeeds either way)
+    fetch = (
+        "import socket\n"
+        "try:\n"
+        f"    got = socket.create_connection(('127.0.0.1', {listener}), 10).recv(6).decode()\n"
+        "except OSError as exc:\n"
+        "    got = 'refused\\n'\n"
+        "open('net.txt', 'w').write(got)\n"
+    )
+    project.log.touch()
+    seat = {"cli": FAKE_CLI, "network": False, "sandbox": {"writable": [str(project.log)]}}
+    project.write_roster({"agent": seat}, sandbox="auto")
+    prompt = f"connect: 127.0.0.1:{listener}\nanswer: end"
+    project.write_manifest(
+        [
+            {
+                "id": "online",
+                "prompt": prompt,
+                "workspace": {"dir": "world"},
+                "setup": [[sys.executable, "-c", fetch]],
+            },
+            {
+                "id": "offline",
+                "prompt": prompt,
+                "workspace": {"dir": "world"},
+                # (other commands: a setup's network switch is not part of what it builds)
+                "setup": {"commands": [[sys.executable, "-c", fetch + "#\n"]], "network": False},
+            },
+        ]
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    built = {
+        cell["case_id"]: workspaces.tree(project.out, _world(cell)) / "net.txt"
+        for cell in project.plan()["cells"]
+    }
+    # the setup's network is on by default, off when it says so
+    assert {case: path.read_text() for case, path in built.items()} == {
+        "online": "hello\n",
+        "offline": "refused\n",
+    }
+    # the seat's own switch holds whatever its case's setup had
+    for coordinate in ("online:agent:1", "offline:agent:1"):
+        final = (project.cell_dir(coordinate) / "attempts/attempt-001/run/final.txt").read_text()
+        assert final == f"connect 127.0.0.1:{listener}: Connection refused\nend\n"
+
+
+def _world(cell: dict[str, Any]) -> dict[str, Any]:
+    """A plan cell's world as its identity has it (what names its built folder)."""
+    recorded = dict(cell["workspace"])
+    recorded.pop("repo", None)
+    recorded.pop("dir", None)
+    return recorded
 
 
 # -- read-only runs ----------------------------------------------------------------------

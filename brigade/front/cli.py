@@ -256,7 +256,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     )
     from brigade.report.finish import finish_run
     from brigade.run.doctor import refuse_required
-    from brigade.run.runner import needs_patch, regrade, verify_output
+    from brigade.run.runner import built_for_grading, needs_patch, regrade, verify_output
 
     check_max_cost(args.max_cost)
     out = _output_dir(args.dir)
@@ -271,6 +271,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         receipt = store.read_receipt(out, cell.cell_id)
         if receipt is not None and receipt["state"] in GRADEABLE:
             verify_output(ctx, receipt, needs_patch(cell))
+            built_for_grading(ctx, cell)  # before any cell is regraded: all or nothing
             gradeable.append((cell, receipt))
     # judges run again: one whose sandbox is required and cannot run here refuses it all
     judges = judges_of(cell for cell, _ in gradeable)

@@ -152,6 +152,7 @@ def regrade_context(out: Path, plan: Plan, workspace: Path) -> RunContext:
         manifest_digest=plan.manifest_digest,
         prices=plan.prices,
         secret_env=plan.secret_env,
+        manifest=Path(context["manifest"]) if "manifest" in context else None,
     )
     wanted = any(
         isinstance(spec, dict) and spec.get("type") in _ROSTER_GRADERS

@@ -32,7 +32,7 @@ from brigade.core.taxonomy import (
 )
 from brigade.core.terminal import printable
 from brigade.core.usage import Price, Usage, UsageError, priced, usage_document, usage_from_document
-from brigade.errors import TamperedOutput
+from brigade.errors import EnvironmentProblem, InputError, TamperedOutput
 from brigade.inputs import schemas
 from brigade.outdir import legacy, store
 from brigade.outdir.export import machine_paths
@@ -91,6 +91,8 @@ class RunContext:
     budget: Budget | None = None
     # the roster's `secrets.env`: more variables whose values are secrets (details quote none)
     secret_env: tuple[str, ...] = ()
+    # the manifest file (a regrade's, from plan.json): where a removed workspace's setup is
+    manifest: Path | None = None
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
@@ -343,6 +345,29 @@ def workspace_of(ctx: RunContext, cell: Cell) -> Path:
     if world is None:
         return ctx.workspace
     return workspaces.tree(ctx.out, world)
+
+
+def built_for_grading(ctx: RunContext, cell: Cell) -> None:
+    """Make sure the built tree a cell's graders start from is there: a tree removed since
+    the run (derived data, like a cache) is built again exactly as it was, else the regrade
+    is refused (EnvironmentProblem, exit 2) rather than graded against something else."""
+    world = cell.world()
+    if world is None or cell.workspace is None or workspaces.state(ctx.out, world) is not None:
+        return
+    where = os.path.relpath(workspaces.folder(ctx.out, world), ctx.out)
+    try:
+        setup = workspaces.rebuild_setup(cell.workspace, cell.setup, ctx.manifest, cell.case_id)
+    except (InputError, OSError) as exc:
+        raise EnvironmentProblem(
+            f"{cell.coordinate}: its case's built workspace ({where}) is gone and cannot be "
+            f"built again as it was: {exc}"
+        ) from None
+    built, _ = workspaces.ensure(ctx.out, cell.workspace, setup, world, sandbox_mode=ctx.sandbox)
+    if not built.ok:
+        raise EnvironmentProblem(
+            f"{cell.coordinate}: its case's built workspace ({where}) was gone and could not "
+            f"be built again: {built.detail}"
+        )
 
 
 def ensure_workspace(ctx: RunContext, cell: Cell) -> workspaces.Built:
@@ -825,6 +850,7 @@ def regrade(
         run_doc = {**run_doc, "exit_code": receipt.get("exit_code")}
     if ctx.budget is not None and not ctx.budget.admit(cell, seat=False, kept="regrade"):
         return None
+    built_for_grading(ctx, cell)
     context = grade_context(ctx, cell, rdir, run_doc, receipt.get("changes_digest"))
     earlier = reuse.earlier_of(ctx.out, receipt) if reuse_results else None
     grading = graders.grade_all(cell.graders, context, earlier)

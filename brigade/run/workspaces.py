@@ -420,6 +420,31 @@ def _commit(files: Path) -> str:
     return stdout.strip()
 
 
+def rebuild_setup(
+    workspace: WorkspaceSpec, setup: SetupSpec | None, manifest: Path | None, case_id: str
+) -> SetupSpec | None:
+    """The setup to build a removed workspace again exactly as it was (plan.json knows a
+    setup by its digest only: its commands come from the manifest when its case's setup
+    there has that digest still); InputError saying why it cannot be."""
+    if workspace.kind == "dir" and folder_digest(Path(workspace.path)) != workspace.digest:
+        raise InputError(f"the folder {workspace.path} has changed since it was built")
+    if setup is None or setup.commands:
+        return setup
+    from brigade.inputs.manifest import load_manifest  # only when a build is gone
+
+    if manifest is None:
+        raise InputError("its setup is known here by its digest only (no manifest is known)")
+    loaded = load_manifest(manifest)
+    for case in loaded.cases:
+        if case.id == case_id and case.setup is not None:
+            found = dataclasses.replace(
+                case.setup, digest=setup_digest(case.setup, loaded.directory)
+            )
+            if found.digest == setup.digest:
+                return found
+    raise InputError(f"{manifest} no longer has the setup it was built with")
+
+
 # -- shipping a built tree to a Dask worker ---------------------------------------------
 
 
