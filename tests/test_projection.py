@@ -222,6 +222,23 @@ def test_short_env_value_does_not_redact_unrelated_fields(tmp_path: Path) -> Non
     assert projected["graders"][0]["version"] == "1"
 
 
+def test_a_cases_workspace_keeps_its_commit_and_projects_its_repository(
+    tmp_path: Path,
+) -> None:
+    """A commit or a digest is a name: kept even when a secret's value happens to equal it
+    (a credential of 40 hex digits); the repository's path is projected like any path."""
+    plan = make_plan(tmp_path)
+    receipt = finished_receipt(tmp_path, plan)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    setup = "sha256:" + "ab" * 32
+    receipt["workspace"] = {"repo": "/data/clones/calc", "commit": commit, "setup": setup}
+    secrets = make_secrets(
+        prompts={PROMPT}, paths=[("/data/clones", "<repos>")], env_values={commit, setup}
+    )
+    projected = project_receipt(receipt, "/nowhere", secrets)
+    assert projected["workspace"] == {"repo": "<repos>/calc", "commit": commit, "setup": setup}
+
+
 # --- project_plan -------------------------------------------------------------
 
 

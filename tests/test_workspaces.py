@@ -127,6 +127,13 @@ def test_each_case_runs_in_its_own_repository_at_its_commit(project: Project) ->
     # export: repository paths are projected like every other path
     exported = "".join(p.read_text() for p in (project.out / "export").rglob("*.json"))
     assert str(project.root) not in exported
+    shown = {
+        doc["coordinate"]: doc["workspace"]
+        for path in (project.out / "export").rglob("*.json")
+        if "coordinate" in (doc := json.loads(path.read_text()))
+    }
+    assert shown["a:one:1"] == {"repo": "<manifest-dir>/repo-a", "commit": shas["a"][1]}
+    assert shown["b:two:1"] == {"repo": "<manifest-dir>/repo-b", "commit": shas["b"][0]}
 
 
 def test_cases_without_a_workspace_keep_their_ids(project: Project) -> None:

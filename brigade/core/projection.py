@@ -692,6 +692,9 @@ _CELL_FIELDS: dict[str, Roles] = {
     ),
     "case": {"id": NAME, "prompt_digest": NAME, "*": TEXT},
     "seat": _SEAT,
+    # a case's own workspace: its repository or folder is a path of this machine (shown
+    # by the known folder it is in); its commit and digests are names
+    "workspace": {"commit": NAME, "digest": NAME, "setup": NAME, "*": TEXT},
 }
 PLAN_CELL_ROLES: Roles = {**_CELL_FIELDS, "graders": {"[]": _GRADER_SPEC}, "*": TEXT}
 RECEIPT_ROLES: Roles = {
