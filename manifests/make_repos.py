@@ -6,7 +6,9 @@ brigade's checkout cannot hold a git repository as such, so the example makes it
 From the repository root (docs/coding-benchmarks.md):
     .venv/bin/python manifests/make_repos.py
 A repository that is already there is left as it is. The commits have a fixed author and
-date, so every checkout makes the very same commits (the same shas).
+date, so every checkout makes the very same commits (the same shas): manifests/swebench.jsonl
+names them as its instances' `base_commit`, so a change to a file of fixit/ or shop/ needs
+the new sha written there too (tests/test_readme.py fails until it is).
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ def make(name: str) -> str:
     git(scratch, "add", "--all")
     git(scratch, "commit", "--quiet", "--no-verify", "-m", f"{name}: the example's project")
     git(scratch, "tag", TAG)
+    head = (scratch / ".git" / "refs" / "tags" / TAG).read_text().strip()
     scratch.rename(repo)  # a repository is there whole or not at all
-    return f"{repo}: made, tagged {TAG}"
+    return f"{repo}: made at {head}, tagged {TAG}"
 
 
 def main() -> None:

@@ -384,6 +384,42 @@ def test_the_two_repository_battery_runs_as_documented(repo_copy: Path) -> None:
     assert moved.stderr.count("fix-total:") == 2 and "fix-add:" not in moved.stderr
     assert len(list((out / "workspaces").iterdir())) == 3
 
+    # the SWE-bench example over the same repositories, its commands as written
+    imported, ran = (
+        [*brigade_command(), *shlex.split(line)[1:]]
+        for line in block_after("swebench-command", page("coding-benchmarks.md")).splitlines()
+    )
+    made = subprocess.run(imported, cwd=repo_copy, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert made.stderr == (
+        "brigade: wrote .brigade/swebench.yaml: 2 case(s) from manifests/swebench.jsonl\n"
+    )
+    refused = subprocess.run(imported, cwd=repo_copy, capture_output=True, text=True)
+    assert refused.returncode == 2 and "never overwrites" in refused.stderr, refused.stderr
+    done = subprocess.run(ran, cwd=repo_copy, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    out = repo_copy / ".brigade" / "evals" / "swebench"
+    receipts = {
+        receipt["coordinate"]: receipt
+        for receipt in (
+            json.loads(path.read_text()) for path in (out / "cells").glob("*/cell.json")
+        )
+    }
+    assert {c: r["state"] for c, r in receipts.items()} == {
+        "example__fixit-1:fixer:1": "accepted",
+        "example__fixit-1:hasty:1": "rejected",
+        "example__shop-1:fixer:1": "accepted",
+        "example__shop-1:hasty:1": "accepted",
+    }
+    checks = receipts["example__fixit-1:hasty:1"]["graders"][0]["component_checks"]
+    assert [c["name"] for c in checks if not c["passed"]] == [
+        "exit status",
+        "test_more.test_negatives",
+    ]
+    # the test patches reached neither repository
+    assert not (repos / "fixit" / "test_more.py").exists()
+    assert not (repos / "shop" / "test_more.py").exists()
+
 
 def test_every_adapters_oldest_version_is_stated_as_it_is_defined() -> None:
     """README and docs/roster.md name each adapter's minimum version (adapters/versions.py's
