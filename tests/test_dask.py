@@ -454,6 +454,39 @@ def test_cases_with_their_own_workspace_run_on_workers_from_the_built_tree(
     assert worker_copies(cluster) == copies
 
 
+def test_a_read_only_case_of_its_own_runs_on_a_worker_in_a_fresh_copy(
+    cluster: Cluster, project: Project
+) -> None:
+    repo = project.root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "version.txt").write_text("r1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "r1")
+    # each attempt sees its case's files as the setup left them, in a copy of its own
+    project.write_manifest(
+        [
+            {
+                "id": "look",
+                "prompt": "list: .\nanswer: seen",
+                "workspace": {"repo": "repo"},
+                "setup": ["echo built > built.txt"],
+                "graders": [
+                    {"type": "regex_output", "pattern": "^\\.git built.txt version.txt$"},
+                    {"type": "command", "command": "grep -qx built built.txt"},
+                ],
+            }
+        ],
+        trials=2,
+    )
+    done = dask_run(project, cluster)
+    assert done.returncode == 0, (done.stderr, faults(project), cluster.logs())
+    assert project.states() == {"look:agent:1": "accepted", "look:agent:2": "accepted"}
+    for trial in (1, 2):
+        run = project.cell_dir(f"look:agent:{trial}") / "attempts/attempt-001/run"
+        assert json.loads((run / "run.json").read_text())["workspace_access"] == "read-only-copy"
+
+
 def test_a_seat_whose_resource_no_worker_offers_exits_2_and_a_missing_commit_is_a_fault(
     cluster: Cluster, project: Project, tmp_path: Path
 ) -> None:
