@@ -228,9 +228,15 @@ def test_a_folder_workspace_is_copied_for_each_attempt(project: Project) -> None
     assert project.states() == {"d:one:1": "accepted", "d:one:2": "accepted"}
     assert (world / "version.txt").read_text() == "d1\n"
     digest = project.plan()["cells"][0]["workspace"]["digest"]
+    assert project.run().returncode == 0 and project.launches() == 2  # unchanged: nothing
+    # the folder edited: a new digest, a new build, both cells again (the old ones stale)
     (world / "version.txt").write_text("d2\n")
-    project.run()
+    edited = project.run()
+    assert edited.returncode == 1, edited.stderr  # the grader still wants d1
+    assert "2 stale cells" in edited.stderr
+    assert project.launches() == 4
     assert project.plan()["cells"][0]["workspace"]["digest"] != digest
+    assert len(list((project.out / "workspaces").iterdir())) == 2
 
 
 def _setup_runs(project: Project) -> dict[str, str]:
@@ -462,6 +468,48 @@ def test_tests_named_by_graders_are_hidden_from_the_seat(project: Project) -> No
     assert "test_new.py" not in (run / "changes.patch").read_text()
     # the test patch never reached the case's repository
     assert not (repo / "test_new.py").exists()
+
+
+def test_an_inline_test_patch_grades_and_one_that_does_not_apply_is_a_grader_error(
+    project: Project,
+) -> None:
+    repo = project.root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bug")
+    fix = "write: calc.py=def add(a, b): return a + b\nanswer: fixed"
+    python = "{python}"
+    graded = {"type": "command", "command": [python, "test_new.py"], "test_patch": TEST_PATCH}
+    stale = TEST_PATCH.replace("new file mode 100644\n--- /dev/null", "--- a/test_new.py")
+    own = {"repo": "repo"}
+    project.write_manifest(
+        [
+            {"id": "fix", "prompt": fix, "workspace": own, "graders": [graded]},
+            {"id": "lazy", "prompt": "answer: no", "workspace": own, "graders": [graded]},
+            {
+                "id": "stale",
+                "prompt": fix,
+                "workspace": own,
+                "graders": [{**graded, "test_patch": stale}],
+            },
+        ],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 3, done.stderr
+    assert project.states() == {
+        "fix:agent:1": "accepted",
+        "lazy:agent:1": "rejected",
+        "stale:agent:1": "grader_error",
+    }
+    result = project.receipt("stale:agent:1")["graders"][0]
+    assert "the test patch does not apply over the seat's changes" in result["detail"], result
+    # the test the patch adds never reached the seat's changes nor the repository
+    run = project.cell_dir("fix:agent:1") / "attempts/attempt-001/run"
+    assert "test_new.py" not in (run / "changes.patch").read_text()
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "calc.py"]
 
 
 # -- the setup's network switch ----------------------------------------------------------
