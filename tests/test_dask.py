@@ -711,3 +711,43 @@ def test_a_budget_stops_launching_on_the_cluster_too(cluster: Cluster, project: 
         "brigade: stopped launching: the budget of $0.0300 was reached: $0.0200 spent by 1 seat "
         "run of this run; the next would cost about $0.0200, past the cap; 3 cells not started"
     )
+
+
+def test_a_bundle_is_sent_once_per_run_and_again_when_its_copy_was_lost(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor's memo of sent workspaces, against a stand-in for the client's scatter
+    (the real one is exercised end to end above): once per workspace, again when the
+    cluster lost the only copy (a worker holding it died)."""
+    from brigade.run import cluster as cluster_module
+    from brigade.run import workspaces
+
+    class Sent:
+        status = "finished"
+
+    sent: list[str] = []
+
+    class Client:
+        def scatter(self, data: dict[str, bytes], hash: bool) -> dict[str, Sent]:
+            assert hash is False
+            sent.extend(data)
+            return {name: Sent() for name in data}
+
+    def bundle(out: Path, world: Any, head: str) -> tuple[workspaces.Shipment, bytes]:
+        return workspaces.Shipment("k" * 32, head, "sha256:" + "0" * 64), b"bundle"
+
+    monkeypatch.setattr(workspaces, "bundle", bundle)
+    executor = cluster_module.DaskExecutor("tcp://x:1", project.out, project.workspace, {}, True)
+    executor.client = Client()
+
+    class OwnCell:  # what _ship reads of a cell
+        def world(self) -> dict[str, str]:
+            return {"commit": "c" * 40}
+
+    cell: Any = OwnCell()
+    first, future = executor._ship(cell, "a" * 40)
+    assert executor._ship(cell, "a" * 40) == (first, future)
+    assert len(sent) == 1
+    future.status = "lost"
+    executor._ship(cell, "a" * 40)
+    assert len(sent) == 2

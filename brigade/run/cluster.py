@@ -278,7 +278,8 @@ class DaskExecutor:
             guard = self._shipping.setdefault(name, threading.Lock())
         with guard:
             found = self._shipped.get(name)
-            if found is not None and found[0].head == head:
+            # (a bundle whose only copy went with a worker that died is sent again)
+            if found is not None and found[0].head == head and found[1].status == "finished":
                 return found
             shipment, data = workspaces.bundle(self.out, world, head)
             future = self.client.scatter({shipment.name: data}, hash=False)[shipment.name]
