@@ -136,6 +136,31 @@ def test_each_case_runs_in_its_own_repository_at_its_commit(project: Project) ->
     assert shown["b:two:1"] == {"repo": "<manifest-dir>/repo-b", "commit": shas["b"][0]}
 
 
+def test_a_manifest_default_workspace_and_setup_serve_cases_that_name_none(
+    project: Project,
+) -> None:
+    shas = {"a": make_repo(project.root / "repo-a", ["a1"])}
+    shas["b"] = make_repo(project.root / "repo-b", ["b1"])
+    project.write_manifest(
+        [
+            {"id": "inherits", "prompt": "answer: ok"},
+            {"id": "own", "prompt": "answer: ok", "workspace": {"repo": "repo-b"}},
+        ],
+        workspace={"repo": "repo-a"},
+        setup=["echo built > built.txt"],
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    worlds = {cell["case_id"]: cell["workspace"] for cell in project.plan()["cells"]}
+    assert {case: world["commit"] for case, world in worlds.items()} == {
+        "inherits": shas["a"][0],
+        "own": shas["b"][0],
+    }
+    # the default setup serves both (a case's own workspace keeps the default setup)
+    assert worlds["inherits"]["setup"] == worlds["own"]["setup"]
+    assert len(list((project.out / "workspaces").glob("*/tree/built.txt"))) == 2
+
+
 def test_cases_without_a_workspace_keep_their_ids(project: Project) -> None:
     project.write_manifest([{"id": "plain", "prompt": "answer: ok"}])
     assert project.run().returncode == 0
@@ -228,6 +253,8 @@ def test_a_folder_workspace_is_copied_for_each_attempt(project: Project) -> None
     assert project.states() == {"d:one:1": "accepted", "d:one:2": "accepted"}
     assert (world / "version.txt").read_text() == "d1\n"
     digest = project.plan()["cells"][0]["workspace"]["digest"]
+    pages = "".join(p.read_text() for p in (project.out / "report").rglob("*.html"))
+    assert f"dir world @ {digest.removeprefix('sha256:')[:12]}" in pages
     assert project.run().returncode == 0 and project.launches() == 2  # unchanged: nothing
     # the folder edited: a new digest, a new build, both cells again (the old ones stale)
     (world / "version.txt").write_text("d2\n")
