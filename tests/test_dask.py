@@ -403,7 +403,8 @@ def test_cases_with_their_own_workspace_run_on_workers_from_the_built_tree(
         own_world_battery(project)
     local = projects["local"].run()
     before = len(cluster.launches())
-    remote = dask_run(projects["dask"], cluster)
+    # plain doit over the cluster (the no-op below is `brigade run`'s)
+    remote = projects["dask"].doit("executor=dask", f"scheduler={cluster.address}")
     assert (local.returncode, remote.returncode) == (3, 3), local.stderr + remote.stderr
     project = projects["dask"]
     assert outcome(project) == outcome(projects["local"]), (faults(project), cluster.logs())
