@@ -44,9 +44,12 @@ SETTINGS = [
 def git(repo: Path, *args: str) -> None:
     """Run git in `repo` (its output shown only when it fails)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    done = subprocess.run(
-        ["git", *SETTINGS, *args], cwd=repo, env={**env, **IDENTITY}, capture_output=True
-    )
+    try:
+        done = subprocess.run(
+            ["git", *SETTINGS, *args], cwd=repo, env={**env, **IDENTITY}, capture_output=True
+        )
+    except FileNotFoundError:
+        sys.exit("make_repos: git is not installed (the example's repositories need it)")
     if done.returncode != 0:
         sys.exit(f"make_repos: git {args[0]} in {repo} failed: {done.stderr.decode().strip()}")
 
