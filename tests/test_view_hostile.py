@@ -1,5 +1,6 @@
 """`brigade view` over hostile output directories: receipts too big, too deep, a link out, a
-FIFO; files of a run folder linked out; and what its JSON answers say of the prompts."""
+FIFO, a folder; files and folders of a cell linked out; the real server over all of them;
+and what its JSON answers say of the prompts."""
 
 from __future__ import annotations
 
@@ -40,16 +41,20 @@ def plant(project: Project, cell_id: str, how: str, outside: Path) -> None:
         receipt.symlink_to(target)
     elif how == "fifo":  # a reader that opens it blocks, unless it never waits
         os.mkfifo(receipt)
+    elif how == "folder":  # a folder where the file should be, a valid receipt inside
+        receipt.mkdir()
+        good["failure_detail"] = OUTSIDE
+        (receipt / store.RECEIPT_FILE).write_text(json.dumps(good))
     else:
         raise AssertionError(how)
 
 
-HOW = ("huge", "deep", "link", "fifo")
+HOW = ("huge", "deep", "link", "fifo", "folder")
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, Served, dict]]:
-    """BATTERY on two seats, four of its cells' receipts hostile, and a viewer serving it."""
+    """BATTERY on two seats, five of its cells' receipts hostile, and a viewer serving it."""
     project = Project(tmp_path_factory.mktemp("hostile"))
     two_seats(project)
     done = project.doit(BRIGADE_CACHE_DIR=str(tmp_path_factory.mktemp("cache")))
@@ -57,7 +62,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project,
     outside = tmp_path_factory.mktemp("outside")
     plan = json.loads((project.out / "plan.json").read_text())
     ids = {c["coordinate"]: c["cell_id"] for c in plan["cells"]}
-    planted = dict(zip(HOW, ("ok:agent:1", "no:agent:1", "ok:other:1", "no:other:1"), strict=True))
+    victims = ("ok:agent:1", "no:agent:1", "ok:other:1", "no:other:1", "free:agent:1")
+    planted = dict(zip(HOW, victims, strict=True))
     for how, coordinate in planted.items():
         plant(project, ids[coordinate], how, outside)
     started = time.monotonic()
@@ -79,14 +85,15 @@ def test_a_hostile_receipt_is_a_cell_shown_unreadable(
     others = [r for cid, r in rows.items() if cid not in planted.values()]
     assert "unreadable" not in {r[5] for r in others}
     changes = served.json("0/api/changes")
-    assert changes["counts"]["unreadable"] == 4
-    assert served.json("0/api/cells?state=unreadable")["matching"] == 4
+    assert changes["counts"]["unreadable"] == len(HOW)
+    assert served.json("0/api/cells?state=unreadable")["matching"] == len(HOW)
     # the feed naming them (a run writing their receipts, say): read again, bounded
     for cell_id in planted.values():
         feed.append(project.out, cell_id, "accepted", 1)
     watched = served.viewer.dirs[0]
     watched.refresh()
-    assert [watched.rows[watched.by_id[c]].state for c in planted.values()] == ["unreadable"] * 4
+    states = [watched.rows[watched.by_id[c]].state for c in planted.values()]
+    assert states == ["unreadable"] * len(HOW)
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -143,6 +150,123 @@ def test_a_run_file_linked_out_is_never_read(project: Project, tmp_path: Path) -
             assert served.under(f"0/file/{rel}/{name}")[0] == 404
     finally:
         served.close()
+
+
+ELSEWHERE = "an answer from outside the output directory"
+
+
+def test_folders_of_a_cell_linked_out_are_never_read(project: Project, tmp_path: Path) -> None:
+    """A cell folder, its attempts folder and an attempt's run folder each replaced by a link
+    to a copy outside (whose receipt and answer say so): the viewer's rows, pages and files
+    and the static report show nothing of the copy, before and after the feed names them."""
+    import shutil
+
+    project.write_roster({"agent": {"cli": FAKE_CLI}})
+    project.write_manifest([{"id": case, "prompt": "answer: hello"} for case in "abc"])
+    assert project.doit().returncode == 0
+    plan = json.loads((project.out / "plan.json").read_text())
+    ids = {c["case_id"]: c["cell_id"] for c in plan["cells"]}
+    outside = tmp_path / "outside"
+    linked = {"a": ".", "b": store.ATTEMPTS_DIR, "c": f"{store.ATTEMPTS_DIR}/attempt-001/run"}
+    for case, part in linked.items():
+        here = (store.cell_dir(project.out, ids[case]) / part).resolve()
+        copy = outside / case
+        shutil.copytree(here, copy)
+        for receipt in copy.rglob(store.RECEIPT_FILE):
+            doc = json.loads(receipt.read_text())
+            doc.update(state="rejected", failure_detail=OUTSIDE)
+            receipt.write_text(json.dumps(doc))
+        for final in copy.rglob("final.txt"):
+            final.write_text(ELSEWHERE)
+        shutil.rmtree(here)
+        here.symlink_to(copy, target_is_directory=True)
+    served = Served(open_viewer([project.out], show_prompts=True))
+    try:
+        for round_ in ("loaded", "named by the feed"):
+            rows = {r[0]: r for r in served.json("0/api/cells")["rows"]}
+            assert rows[ids["a"]][5] == "unreadable", round_
+            assert [rows[ids[c]][5] for c in "bc"] == ["unscored"] * 2, round_
+            for cell_id in ids.values():
+                for path in (f"0/cell/{cell_id}", f"0/api/cell/{cell_id}", "0/api/cells"):
+                    status, _, body = served.under(path)
+                    assert status == 200, (path, body[:300])
+                    assert ELSEWHERE.encode() not in body and OUTSIDE.encode() not in body, path
+                # every one has a link on the way to its answer
+                path = f"0/file/cells/{cell_id}/{store.ATTEMPTS_DIR}/attempt-001/run/final.txt"
+                assert served.under(path)[0] == 404, path
+            assert served.under(f"0/file/cells/{ids['a']}/cell.json")[0] == 404
+            for cell_id in ids.values():
+                feed.append(project.out, cell_id, "rejected", 1)
+            served.viewer.dirs[0].refresh()
+    finally:
+        served.close()
+    done = project.brigade("report", str(project.out))
+    assert done.returncode == 3, done.stderr  # (a cell without a receipt: incomplete)
+    for page in (project.out / "report").rglob("*.html"):
+        text = page.read_text()
+        assert ELSEWHERE not in text and OUTSIDE not in text, page
+
+
+def test_the_real_server_answers_over_hostile_files_and_never_blocks(
+    hostile: tuple[Project, Served, dict], tmp_path: Path
+) -> None:
+    """`brigade view` itself (a process of its own) over the hostile directory, with a FIFO
+    and a file past the read bound among a run's files: it starts, answers every page of
+    every hostile cell in time, and goes on serving."""
+    import http.client
+    import subprocess
+
+    from conftest import brigade_command
+
+    project, _, planted = hostile
+    run = store.run_dir(project.out, planted["huge"], 1)
+    os.mkfifo(run / "stdout.fifo")
+    (run / "stderr.log").unlink(missing_ok=True)
+    os.mkfifo(run / "stderr.log")
+    (run / "big.log").write_bytes(b"x" * (5 * 1024 * 1024))
+    viewer = subprocess.Popen(
+        [*brigade_command(), "view", str(project.out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+    )
+    try:
+        assert viewer.stdout is not None
+        found = re.search(r"http://127\.0\.0\.1:(\d+)(/[\w-]+/)", viewer.stdout.readline())
+        assert found
+        port, prefix = int(found[1]), found[2]
+
+        def get(path: str) -> tuple[int, bytes]:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.request("GET", prefix + path)
+            response = connection.getresponse()
+            body = response.read()
+            connection.close()
+            return response.status, body
+
+        rel = run.relative_to(project.out).as_posix()
+        paths = [f"0/file/{rel}/{name}" for name in ("stdout.fifo", "stderr.log")]
+        for cell_id in planted.values():
+            paths += [f"0/cell/{cell_id}", f"0/api/cell/{cell_id}"]
+            paths.append(f"0/file/cells/{cell_id}/cell.json")
+        for path in paths:
+            status, body = get(path)
+            assert status in (200, 404), (path, status)
+            assert OUTSIDE.encode() not in body and b"Traceback" not in body, path
+        status, body = get(f"0/file/{rel}/big.log")
+        assert status == 200 and 4 * 1024 * 1024 <= len(body) < 5 * 1024 * 1024
+        assert body.endswith(b"[truncated]\n")
+        assert get(f"0/file/{rel}/stdout.fifo")[0] == 404
+        assert get("0/api/cells?state=unreadable")[0] == 200
+        assert json.loads(get("0/api/changes")[1])["counts"]["unreadable"] == len(HOW)
+        assert viewer.poll() is None
+    finally:
+        viewer.terminate()
+        _, errors = viewer.communicate(timeout=10)
+        (run / "stdout.fifo").unlink()
+        (run / "stderr.log").unlink()
+    assert "Traceback" not in errors
 
 
 # -- prompts ---------------------------------------------------------------------------

@@ -330,9 +330,11 @@ def read_cell_json(out: Path, cell_id: str) -> tuple[dict[str, Any] | None, int 
 
 
 def has_cell_json(out: Path, cell_id: str) -> bool:
-    """Whether anything is at a cell's cell.json (a link included, never followed): a cell
-    with no trusted receipt and this is unreadable, not missing."""
-    return os.path.lexists(cell_dir(out, cell_id) / RECEIPT_FILE)
+    """Whether anything is at a cell's cell.json (a link included, never followed), or the
+    cell folder is a link (never followed either): a cell with no trusted receipt and
+    this is unreadable, not missing."""
+    base = cell_dir(out, cell_id)
+    return os.path.islink(base) or os.path.lexists(base / RECEIPT_FILE)
 
 
 def read_receipt(out: Path, cell_id: str) -> dict[str, Any] | None:

@@ -162,8 +162,22 @@ def fault_text(doc: Mapping[str, Any] | None) -> str | None:
     return f"{kind}: {detail}" if detail else str(kind)
 
 
+def unlinked(base: Path, *parts: str) -> Path | None:
+    """`base/parts...`, or None when `base` or a component after it is a symbolic link:
+    what is under a linked folder could be anywhere, so nothing there is read."""
+    path = base
+    if os.path.islink(path):
+        return None
+    for part in parts:
+        path = path / part
+        if os.path.islink(path):
+            return None
+    return path
+
+
 def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attempt, ...]:
-    numbers = store.attempt_numbers(cell_dir)
+    listed = unlinked(cell_dir, store.ATTEMPTS_DIR)
+    numbers = store.attempt_numbers(cell_dir) if listed is not None else []
     current = receipt.get("attempt") if receipt is not None else None
     if isinstance(current, int) and current > 0 and current not in numbers:
         numbers.append(current)  # its folder is gone: the receipt still says what it was
@@ -172,18 +186,21 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
     for number in numbers:
         folder = cell_dir / store.ATTEMPTS_DIR / store.attempt_name(number)
         rdir = folder / store.RUN_DIR
+        # a linked attempt or run folder is read as if it held nothing
+        readable = unlinked(cell_dir, store.ATTEMPTS_DIR, store.attempt_name(number))
+        run_readable = readable is not None and not os.path.islink(rdir)
         doc: Mapping[str, Any] | None
         if number == current and receipt is not None:
             doc = receipt  # the cell's own receipt says most about its current attempt
         else:
-            doc = _json_object(folder / store.RECEIPT_FILE)
+            doc = _json_object(folder / store.RECEIPT_FILE) if readable is not None else None
         reused = reused_run_text(doc) if doc is not None else None
         if doc is not None and doc.get("cell_id") == cell_dir.name:
             state = str(doc.get("state"))
             started = doc.get("started_at")
             if reused is not None:  # the seat run's own start (a regrade is no start)
                 recorded = doc.get("reused_run") or {}
-                run_doc = _json_object(rdir / RUN_RECORD)
+                run_doc = _json_object(rdir / RUN_RECORD) if run_readable else None
                 started = recorded.get("started_at") or (run_doc or {}).get("started_at")
             finished = doc.get("finished_at")
             duration = doc.get("duration_seconds")
@@ -192,7 +209,7 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
         else:
             # no receipt of its own: a run that was killed before it finished this attempt
             state = "interrupted"
-            run_doc = _json_object(rdir / RUN_RECORD)
+            run_doc = _json_object(rdir / RUN_RECORD) if run_readable else None
             started = run_doc.get("started_at") if run_doc else None
             finished = run_doc.get("finished_at") if run_doc else None
             duration = run_doc.get("duration_seconds") if run_doc else None
@@ -264,7 +281,11 @@ def read_record(
     receipt = dict(receipt) if receipt is not None else None
     attempts = _attempts(cell_dir, receipt)
     attempt = receipt.get("attempt") if receipt is not None else None
-    run_dir = store.run_dir(out, cell.cell_id, attempt) if isinstance(attempt, int) else None
+    run_dir = (
+        unlinked(cell_dir, store.ATTEMPTS_DIR, store.attempt_name(attempt), store.RUN_DIR)
+        if isinstance(attempt, int)
+        else None
+    )  # (None through a linked folder: its files could be anywhere)
     if run_dir is not None and not run_dir.is_dir():
         run_dir = None
     run_doc = _json_object(run_dir / RUN_RECORD) if run_dir is not None else None

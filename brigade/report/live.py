@@ -185,6 +185,15 @@ class Query:
         return kept
 
 
+def _linked_cells(out: Path) -> set[str]:
+    """Names of the cell folders that are symbolic links."""
+    try:
+        with os.scandir(out / store.CELLS_DIR) as entries:
+            return {entry.name for entry in entries if entry.is_symlink()}
+    except OSError:
+        return set()
+
+
 class Watched:
     """An output directory, its plan and a row per planned cell, kept current."""
 
@@ -215,6 +224,7 @@ class Watched:
         self.original = doc.get("schema") == legacy.ORIGINAL_PLAN_SCHEMA
         index = caches.Sidecar(self.out / store.RECEIPT_INDEX, caches.cache_key())
         present = store.existing_cells(self.out)
+        linked = _linked_cells(self.out)  # cell folders that are links: never read, unreadable
         views: dict[str, ReceiptView | None] = {}
         with store.opened_folder(store.cells_root(self.out)) as cells_fd:
             for cell in plan.cells:
@@ -230,8 +240,10 @@ class Watched:
                 views[cell.cell_id],
                 plan,
                 views[cell.cell_id] is None
-                and cell.cell_id in present
-                and store.has_cell_json(self.out, cell.cell_id),
+                and (
+                    cell.cell_id in linked
+                    or (cell.cell_id in present and store.has_cell_json(self.out, cell.cell_id))
+                ),
             )
             for i, cell in enumerate(plan.cells)
         ]
@@ -270,8 +282,8 @@ class Watched:
             index = self.by_id.get(cell_id)
             if index is None:
                 continue
-            doc = store.read_json(store.cell_dir(self.out, cell_id) / store.RECEIPT_FILE)
-            receipt = store.receipt_in(self.out, cell_id, doc)
+            # (never through a cell folder that is a link)
+            receipt = store.read_receipt(self.out, cell_id)
             view = ReceiptView.of(receipt) if receipt is not None else None
             cell = self.plan.cells[index]
             unreadable = view is None and store.has_cell_json(self.out, cell_id)
