@@ -660,7 +660,7 @@ def test_diff_constraints_violations(tmp_path: Path) -> None:
     assert result["component_checks"] == [
         {"name": "src/app.py", "passed": True},
         {"name": "README.md", "passed": False, "detail": "matches no allowed pattern"},
-        {"name": "src/secret.key", "passed": False, "detail": "matches forbidden '\\\\.key$'"},
+        {"name": "src/secret.key", "passed": False, "detail": "matches forbidden /\\.key$/"},
         {"name": "max_files", "passed": False, "detail": "3 changed, at most 1 allowed"},
     ]
 

@@ -206,6 +206,11 @@ def test_axis_labels_share_one_precision() -> None:
     labels = [tick_text(top * step / 4, digits) for step in range(5)]
     assert labels == ["$0", "$0.0025", "$0.0050", "$0.0075", "$0.0100"]
     assert [tick_text(v, tick_digits(0.5)) for v in (0.5, 1.0, 2.0)] == ["$0.50", "$1.00", "$2.00"]
+    # a quarter of $0.05 is shown as it is, not rounded away from its gridline
+    digits = tick_digits(0.05 / 4)
+    labels = [tick_text(0.05 * step / 4, digits) for step in range(5)]
+    assert labels == ["$0", "$0.0125", "$0.0250", "$0.0375", "$0.0500"]
+    assert [tick_text(v, tick_digits(2.5)) for v in (2.5, 5, 7.5)] == ["$2.50", "$5.00", "$7.50"]
 
 
 def test_labels_of_seats_at_one_point_are_one_label_and_near_ones_move_apart() -> None:

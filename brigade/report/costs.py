@@ -176,10 +176,15 @@ def _nice_top(value: float) -> float:
 
 
 def tick_digits(step: float) -> int:
-    """Decimals that show every tick of this step apart, the same for all of them."""
+    """Decimals that show every tick of this step as it is (a quarter of $0.05 is $0.0125,
+    never a rounded $0.013 beside its gridline), the same for all of them: at least 2."""
     if step <= 0:
         return 2
-    return max(2, -math.floor(math.log10(step)) + 1)
+    digits = max(2, -math.floor(math.log10(step)) + 1)
+    # a step of 1, 2 or 5 times a power of ten, quartered, needs at most three more
+    while digits < 12 and abs(round(step, digits) - step) > step * 1e-9:
+        digits += 1
+    return digits
 
 
 def tick_text(value: float, digits: int) -> str:

@@ -468,7 +468,8 @@ def _diff_constraints(spec: Mapping[str, Any], ctx: GradeContext) -> Outcome:
     for path in ctx.changed_files:
         bad = next((p.pattern for p in forbidden if _search(p, path, ctx)), None)
         if bad is not None:
-            checks.append({"name": path, "passed": False, "detail": f"matches forbidden {bad!r}"})
+            shown = _pattern_shown(ctx.redact(bad))  # as written, never escaped again by repr
+            checks.append({"name": path, "passed": False, "detail": f"matches forbidden {shown}"})
         elif allowed and not any(_search(p, path, ctx) for p in allowed):
             checks.append({"name": path, "passed": False, "detail": "matches no allowed pattern"})
         else:
