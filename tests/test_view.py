@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -273,19 +274,30 @@ def test_no_absolute_path_of_this_machine_on_a_page(served_battery: tuple[Projec
         assert str(project.out) not in body and str(REPO) not in body, path
 
 
-def test_the_cli_prints_the_url_and_serves_it(project: Project) -> None:
-    two_seats(project)
-    assert project.doit().returncode == 3
+def start_cli(project: Project, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """`brigade view` started with a browser that notes the URL it is given (in
+    `opened.txt`); the process and the first line it printed."""
+    browser = project.root / "browser.py"
+    noted = project.root / "opened.txt"
+    browser.write_text(f"import sys\nopen({str(noted)!r}, 'a').write(sys.argv[1] + '\\n')\n")
+    env = project.env()
+    env["BROWSER"] = f"{sys.executable} {browser} %s"
     viewer = subprocess.Popen(
-        [*brigade_command(), "view", str(project.out), "--port", "0"],
+        [*brigade_command(), "view", str(project.out), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=project.env(),
+        env=env,
     )
+    assert viewer.stdout is not None
+    return viewer, viewer.stdout.readline()
+
+
+def test_the_cli_prints_the_url_and_serves_it(project: Project) -> None:
+    two_seats(project)
+    assert project.doit().returncode == 3
+    viewer, line = start_cli(project, "--port", "0")
     try:
-        assert viewer.stdout is not None
-        line = viewer.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:(\d+)(/[\w-]+/)", line)
         assert found, line
         connection = http.client.HTTPConnection("127.0.0.1", int(found[1]), timeout=10)
@@ -294,7 +306,22 @@ def test_the_cli_prints_the_url_and_serves_it(project: Project) -> None:
         connection.close()
     finally:
         viewer.terminate()
-        viewer.wait(10)
+        _, errors = viewer.communicate(timeout=10)
+    assert "warning" not in errors
+    assert not (project.root / "opened.txt").exists()  # nothing opened unless --open
+    # every address: a warning; --open: the URL handed to the user's browser
+    viewer, line = start_cli(project, "--host", "0.0.0.0", "--port", "0", "--open")
+    try:
+        found = re.search(r"(http://0\.0\.0\.0:(\d+)/[\w-]+/)", line)
+        assert found, line
+        deadline = time.monotonic() + 20
+        while not (project.root / "opened.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (project.root / "opened.txt").read_text().split() == [found[1]]
+    finally:
+        viewer.terminate()
+        _, errors = viewer.communicate(timeout=10)
+    assert errors.startswith("brigade: warning: --host 0.0.0.0: other machines can reach")
 
 
 def test_a_directory_that_is_none_exits_2(project: Project) -> None:
@@ -341,7 +368,7 @@ def shot(page: Any, name: str) -> None:
 def test_index_filter_cell_and_compare_in_chromium(
     served_battery: tuple[Project, Served], browser: Any
 ) -> None:
-    _, served = served_battery
+    project, served = served_battery
     page = browser.new_page(viewport={"width": 1300, "height": 1000})
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -373,7 +400,34 @@ def test_index_filter_cell_and_compare_in_chromium(
     assert "agent" in page.inner_text("body") and "other" in page.inner_text("body")
     shot(page, "compare")
     assert errors == []
+    # the refusals, as the browser meets them: no token, a file linked out
+    assert page.goto(f"http://127.0.0.1:{served.port}/0/").status == 404
+    link = project.out / "cells" / "linked-out"
+    link.symlink_to(project.root, target_is_directory=True)
+    try:
+        assert page.goto(served.url + "0/file/cells/linked-out/roster.yaml").status == 404
+    finally:
+        link.unlink()
     page.close()
+
+
+def test_two_directories_compared_in_chromium(
+    served_battery: tuple[Project, Served], browser: Any
+) -> None:
+    project, _ = served_battery
+    served = Served(open_viewer([project.out, project.out]))
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    try:
+        page.goto(served.url)
+        assert page.locator("#dirs li").count() == 2
+        page.select_option("select[name=new]", "1")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#gate")
+        assert "brigade compare: t → t" in page.inner_text("body")
+        shot(page, "compare-directories")
+    finally:
+        page.close()
+        served.close()
 
 
 def test_a_cell_turns_from_running_to_accepted_while_the_run_goes_on(
