@@ -147,6 +147,46 @@ def test_filters_by_state_seat_case_text_and_cost(served_battery: tuple[Project,
     assert (page["matching"], page["offset"], len(page["rows"])) == (10, 8, 2)
 
 
+def test_a_rows_cost_is_the_summarys_cost_of_the_cell() -> None:
+    """The cell list prices a cell as the summary does (`cell_usage`), reported costs kept,
+    priced ones priced again, unknown ones left out, a broken document unknown."""
+    from brigade.core.accounting import cell_usage
+    from brigade.core.usage import Price
+    from brigade.report.live import cost_of
+
+    prices = {"m": Price(input_per_mtok=3.0, output_per_mtok=15.0)}
+    reported = {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.25, "cost_source": "reported"}
+    priced = {"input_tokens": 1000, "output_tokens": 100, "cost_usd": 9.0, "cost_source": "priced"}
+    unknown = {"input_tokens": 1000, "output_tokens": 100}
+    broken = {"input_tokens": -4, "cost_usd": "x"}
+    for docs in (
+        None,
+        (),
+        (None,),
+        (reported,),
+        (reported, reported, None),
+        (priced,),
+        (unknown, reported),
+        (broken, reported),
+        (unknown,),
+    ):
+        for model in ("m", None):
+            expected = cell_usage(docs, prices, model).get("cost_usd")
+            assert cost_of(docs, prices, model) == expected, (docs, model)
+
+
+def test_the_eta_is_the_cells_left_at_the_pace_of_recent_finishes(
+    served_battery: tuple[Project, Served],
+) -> None:
+    project, _ = served_battery
+    watched = Watched(project.out)
+    watched.finishes = [0.0, 1000.0, 1010.0, 1020.0]  # the first: out of the ten minutes
+    left = {"missing": 4, "running": 2, "accepted": 9}
+    assert watched.eta(left, now=1030.0) == pytest.approx(6 / (3 / 30))
+    assert watched.eta({"accepted": 9}, now=1030.0) is None  # nothing left
+    assert watched.eta(left, now=1615.0) is None  # one finish in the window: no pace yet
+
+
 # -- the server ------------------------------------------------------------------------
 
 

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brigade.core.accounting import cell_usage
+from brigade.core.accounting import attempts_of
 from brigade.core.plan import Cell, Plan
 from brigade.core.receipts import ReceiptView
+from brigade.core.stats import stable_round
 from brigade.core.taxonomy import STATES
+from brigade.core.usage import Price
 from brigade.outdir import caches, feed, legacy, store
 from brigade.outdir.comparison import Battery
 from brigade.outdir.results import load_plan, read_plan_document, summarize
@@ -39,7 +41,7 @@ ETA_WINDOW = 600.0
 PAGE_LIMIT = 500
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Row:
     """One cell as the cell list shows it."""
 
@@ -96,6 +98,18 @@ ROW_FIELDS = (
 UNREADABLE = "unreadable"
 
 
+def cost_of(
+    docs: Iterable[Any] | None, prices: Mapping[str, Price], model: str | None
+) -> float | None:
+    """What a cell's attempts cost, priced as the summary prices them (`cell_usage`'s
+    cost_usd, without the rest of its document: a row is made for every cell)."""
+    total: float | None = None
+    for usage in attempts_of(docs, prices, model) or ():
+        if usage is not None and usage.cost_usd is not None:
+            total = usage.cost_usd if total is None else total + usage.cost_usd
+    return stable_round(float(total)) if total is not None else None
+
+
 def make_row(
     index: int, cell: Cell, view: ReceiptView | None, plan: Plan, unreadable: bool = False
 ) -> Row:
@@ -107,10 +121,7 @@ def make_row(
     else:
         state, reason, kind = view.state, view.failure_reason, view.fault_kind
         attempt, duration, score = view.attempt, view.duration_seconds, view.score
-        cost = None
-        if view.usage is not None:
-            spent = cell_usage(view.usage, plan.prices, cell.seat.model).get("cost_usd")
-            cost = float(spent) if isinstance(spent, (int, float)) else None
+        cost = cost_of(view.usage, plan.prices, cell.seat.model)
     why = kind or reason
     label = f"{state} ({why})" if why else state
     return Row(

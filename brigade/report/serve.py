@@ -397,7 +397,12 @@ def stats_fragment(viewer: Viewer, index: int) -> str:
     from brigade.report.costs import COST_NOTE, agents_table, cost_chart
     from brigade.report.render import _bar_chart, _comparisons, _seat_table
 
-    summary = project_summary(viewer.dirs[index].summary(), viewer.secrets(index))
+    whole = viewer.dirs[index].summary()
+    # what these tables and charts read (by seat, never by seat and case, nor every score
+    # and duration): projecting only that is what keeps a big battery's statistics quick
+    shown = {key: value for key, value in whole.items() if key not in ("scores", "durations")}
+    shown["trial_stats"] = dict(whole["trial_stats"], by_seat_case=[])
+    summary = project_summary(shown, viewer.secrets(index))
     stats = summary["trial_stats"]
     return (
         agents_table(summary)
@@ -705,6 +710,9 @@ class Handler(BaseHTTPRequestHandler):
 
     server: ViewServer
     protocol_version = "HTTP/1.1"
+    # the headers and the body go out as two writes: with Nagle's algorithm on, the body
+    # waits for the browser's delayed acknowledgement of the headers (about 40 ms a request)
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
         """Quiet: requests are not logged on the terminal."""
