@@ -178,7 +178,6 @@ ONE_LINE = """(cells) => cells.map((cell) => {
 })"""
 
 
-@pytest.mark.slow
 def test_the_state_column_never_breaks_a_word_in_a_narrow_window(
     judged: Project,
     browser: Any,  # noqa: F811
