@@ -187,6 +187,27 @@ def test_the_eta_is_the_cells_left_at_the_pace_of_recent_finishes(
     assert watched.eta(left, now=1615.0) is None  # one finish in the window: no pace yet
 
 
+def test_the_cells_of_a_seat_share_one_spec_when_read_from_plan_json(
+    served_battery: tuple[Project, Served],
+) -> None:
+    """plan.json holds each cell's seat in full; read back, one seat's cells share one spec
+    (the viewer holds every cell), and a seat's spec is its own."""
+    from brigade.core.plan import plan_from_document
+
+    project, _ = served_battery
+    doc = project.plan()
+    cells = plan_from_document(doc).cells
+    by_seat = {cell.seat.name: cell.seat for cell in cells}
+    assert set(by_seat) == {"agent", "other"}
+    assert all(cell.seat is by_seat[cell.seat.name] for cell in cells)
+    # a cell whose seat differs in one value (its env) gets a spec of its own
+    doc["cells"][0]["seat"] = dict(doc["cells"][0]["seat"], env={"X": "1"})
+    changed = plan_from_document(doc).cells
+    assert changed[0].seat.env == {"X": "1"} and changed[1].seat.env == {}
+    assert changed[0].seat is not by_seat[changed[0].seat.name]
+    assert [c.run_key for c in changed[1:]] == [c.run_key for c in cells[1:]]
+
+
 # -- the server ------------------------------------------------------------------------
 
 

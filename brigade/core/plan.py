@@ -438,8 +438,10 @@ def _missing(raw: Any, exc: BaseException) -> list[str | int]:
 _SEAT_FIELDS = frozenset(SEAT_KEYS)
 
 
-def _cell_from(raw: dict[str, Any]) -> Cell:
-    """One cell of plan.json (ours, or the original tool's: a seat named only)."""
+def _cell_from(raw: dict[str, Any], seats: dict[Any, SeatSpec] | None = None) -> Cell:
+    """One cell of plan.json (ours, or the original tool's: a seat named only). `seats`:
+    the specs made so far, shared by the cells of one seat (a spec is immutable, and
+    100,000 copies of one would weigh hundreds of MB)."""
     seat_doc = raw["seat"]
     if isinstance(seat_doc, str):
         return Cell(
@@ -453,16 +455,36 @@ def _cell_from(raw: dict[str, Any]) -> Cell:
             execution_mode=raw["execution_mode"],
             run_key="",
         )
-    seat = SeatSpec(
-        name=seat_doc["seat"],
-        cli=seat_doc["cli"],
-        model=seat_doc["model"],
-        reasoning=seat_doc["reasoning"],
-        transport=seat_doc["transport"],
-        transport_version=seat_doc["transport_version"],
-        env=dict(seat_doc["env"] or {}),
-        codex_transport=seat_doc["codex_transport"],
+    fields = (
+        seat_doc["seat"],
+        seat_doc["cli"],
+        seat_doc["model"],
+        seat_doc["reasoning"],
+        seat_doc["transport"],
+        seat_doc["transport_version"],
+        seat_doc["env"] or {},
+        seat_doc["codex_transport"],
     )
+    key: Any = None
+    try:
+        key = (*fields[:6], tuple(sorted(fields[6].items())), fields[7])
+        hash(key)
+    except (TypeError, AttributeError):  # (a value that is no key: a spec of its own)
+        key = None
+    seat = seats.get(key) if seats is not None and key is not None else None
+    if seat is None:
+        seat = SeatSpec(
+            name=fields[0],
+            cli=fields[1],
+            model=fields[2],
+            reasoning=fields[3],
+            transport=fields[4],
+            transport_version=fields[5],
+            env=dict(fields[6]),
+            codex_transport=fields[7],
+        )
+        if seats is not None and key is not None:
+            seats[key] = seat
     workspace, setup = _world_from(raw.get("workspace"))
     payload = identity_payload(
         case_id=raw["case_id"],
@@ -512,9 +534,10 @@ def plan_from_document(doc: dict[str, Any]) -> Plan:
     spec is unknown (empty `cli`) and its cells have no run_key (never reused).
     """
     cells = []
+    seats: dict[Any, SeatSpec] = {}
     for index, raw in enumerate(doc["cells"]):
         try:
-            cells.append(_cell_from(raw))
+            cells.append(_cell_from(raw, seats))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise PlanShapeError(["cells", index, *_missing(raw, exc)], exc) from None
     return Plan(
