@@ -419,7 +419,7 @@ def test_usage_is_shown_when_known() -> None:
             "models": {"local-7b": {"input_tokens": 1200}},
         }
     ) == (
-        "1,200 input tokens (800 cached), 90 output tokens, 3 turn(s), $0.0040 (reported), "
+        "1,200 input tokens (800 cached), 90 output tokens, 3 turn(s), $0.004000 (reported), "
         "model local-7b"
     )
     plan = fake_plan(["a" * 64])

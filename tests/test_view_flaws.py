@@ -131,6 +131,8 @@ def test_the_static_report_shows_them_and_never_the_prompt(judged: Project) -> N
     check_cells(one, two, "report")
     cells = index.split('<table id="cells">', 1)[1].split("</table>", 1)[0]
     assert "<th>cost</th>" in cells and 'id="seat-filter"' in index
+    row = re.search(r'<tr [^>]*data-text="one:agent:1 [^"]*".*?</tr>', cells)
+    assert row is not None and '<td class="num">$0.0400</td>' in row[0]
     for page in (judged.out / "report").rglob("*"):
         if page.is_file():
             assert PROMPT_MARK not in page.read_text(errors="replace"), page
@@ -145,12 +147,16 @@ def test_the_viewer_shows_them_and_the_prompt_only_when_asked(judged: Project) -
             cell = served.under(f"0/cell/{one}")[2].decode()
             other = served.under(f"0/cell/{two}")[2].decode()
             index = served.under("0/")[2].decode()
+            listed = served.json("0/api/cells")
         finally:
             served.close()
         # the fragment is a tree of nodes: its text as the page builds it
         check_statistics(nodes_html(json.loads(stats)["nodes"]), "viewer")
         check_cells(cell, other, "viewer")
         assert "<th>cost</th>" in index and 'id="f-seat"' in index
+        # the cell list's cost as every page shows money (case one: both attempts)
+        costs = {row[1]: row[listed["fields"].index("cost_text")] for row in listed["rows"]}
+        assert costs["one:agent:1"] == "$0.0400" == costs["one:twin:1"], costs
         assert ('<pre class="prompt">' in cell) is show
         assert (PROMPT_MARK in cell) is show and (PROMPT_MARK in other) is show
         assert PROMPT_MARK not in stats and PROMPT_MARK not in index

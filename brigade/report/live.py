@@ -25,7 +25,7 @@ from brigade.core.plan import Cell, Plan
 from brigade.core.receipts import ReceiptView
 from brigade.core.stats import stable_round
 from brigade.core.taxonomy import STATES
-from brigade.core.usage import Price
+from brigade.core.usage import Price, money
 from brigade.outdir import caches, feed, legacy, store
 from brigade.outdir.comparison import Battery
 from brigade.outdir.results import load_plan, read_plan_document, summarize
@@ -75,6 +75,7 @@ class Row:
             self.duration,
             self.score,
             self.cost,
+            money(self.cost),  # as every page shows money
         ]
 
 
@@ -91,6 +92,7 @@ ROW_FIELDS = (
     "duration",
     "score",
     "cost",
+    "cost_text",
 )
 
 

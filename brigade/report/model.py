@@ -8,6 +8,7 @@ from typing import Any
 
 from brigade.core.accounting import model_run
 from brigade.core.taxonomy import is_measurement_failure, is_real_failure
+from brigade.core.usage import money
 
 
 @dataclass(frozen=True)
@@ -202,9 +203,9 @@ def seconds_text(value: Any) -> str:
 
 
 def cost_text(usage: Mapping[str, Any] | None) -> str:
-    """`$0.0040`, or `–` when the cost is unknown."""
-    cost = usage.get("cost_usd") if usage else None
-    return f"${cost:.4f}" if isinstance(cost, (int, float)) else "–"
+    """A usage's cost as every report and page shows money (`money`: `$0.0040`,
+    `$0.000559` below a cent, `$1,234.56` from $100), or `–` when it is unknown."""
+    return money(usage.get("cost_usd") if usage else None)
 
 
 def _count(value: Any) -> str | None:

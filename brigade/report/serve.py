@@ -273,10 +273,6 @@ INDEX_SCRIPT = (
     });
     return p;
   }
-  function money(v) {
-    if (v === null || v === undefined) { return "–"; }
-    return "$" + (v >= 1 ? v.toFixed(2) : v >= 0.01 ? v.toFixed(3) : v.toFixed(4));
-  }
   function td(text, css) {
     var node = document.createElement("td");
     node.textContent = text;
@@ -300,7 +296,7 @@ INDEX_SCRIPT = (
       tr.appendChild(td(r[8] === null ? "–" : String(r[8]), "num"));
       tr.appendChild(td(r[9] === null ? "–" : r[9].toFixed(2) + " s", "num"));
       tr.appendChild(td(r[10] === null ? "–" : r[10].toFixed(3), "num"));
-      tr.appendChild(td(money(r[11]), "num"));
+      tr.appendChild(td(r[12], "num"));
       fresh.appendChild(tr);
     });
     body.replaceChildren(fresh);
