@@ -223,6 +223,7 @@ class Watched:
         self._summary_at = 0.0
         self._summary_cost = 0.0
         self._query: tuple[Query, int] | None = None
+        self._counts: tuple[int, dict[str, int]] | None = None
         self._selected: list[Row] = []
         self.load()
         self.tail.read()  # the feed up to now is what was loaded
@@ -323,11 +324,18 @@ class Watched:
     # -- what pages ask -----------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        """Cells per state (missing included), only the states some cell is in."""
+        """Cells per state (missing included), only the states some cell is in; counted
+        again only when a row changed (every open page asks every second)."""
+        with self.lock:
+            if self._counts is not None and self._counts[0] == self.version:
+                return dict(self._counts[1])
+            version, rows = self.version, list(self.rows)
         found: dict[str, int] = {}
-        for row in self.rows:
+        for row in rows:
             found[row.state] = found.get(row.state, 0) + 1
-        return found
+        with self.lock:
+            self._counts = (version, found)
+        return dict(found)
 
     def eta(self, counts: Mapping[str, int], now: float | None = None) -> float | None:
         """Seconds until every cell has finished at the pace of the finishes of the last
