@@ -29,7 +29,7 @@ from typing import Any
 
 from common import brigade_argv, compile_bytecode, emit, fabricate_results, write_inputs
 
-from brigade.outdir import store
+from brigade.outdir import feed, store
 from brigade.outdir.results import load_plan
 from brigade.outdir.scan import scan
 
@@ -175,8 +175,55 @@ FILTERS = (
 )
 
 
-def measure(url: str, runs: int) -> None:
-    """The index opening and each filter, in headless Chromium."""
+def flip(out: Path, cell_id: str) -> str:
+    """What a run does when it grades a cell again: its receipt rewritten (accepted <->
+    rejected) and a line in the change feed; the cell's new state."""
+    path = out / "cells" / cell_id / "cell.json"
+    receipt = json.loads(path.read_bytes())
+    receipt["state"] = "rejected" if receipt["state"] == "accepted" else "accepted"
+    fresh = path.with_name("cell.json.new")
+    fresh.write_bytes(json.dumps(receipt, sort_keys=True).encode())
+    fresh.rename(path)
+    feed.append(out, cell_id, receipt["state"], receipt["attempt"])
+    return str(receipt["state"])
+
+
+# how long until the page shows a cell's new state (the list is fetched again on a change)
+WAIT_STATE = """async ([id, state]) => {
+  const start = performance.now();
+  while (true) {
+    const row = document.querySelector(`#rows tr[data-cell="${id}"] td.state`);
+    if (row && row.textContent.split(" ")[0] === state) { return performance.now() - start; }
+    if (performance.now() - start > 60000) { return Infinity; }  // never shown
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}"""
+
+
+def live(page: Any, out: Path, runs: int) -> None:
+    """A cell graded again while the index shows it: seconds until its row says so."""
+    page.evaluate(TIME_FILTER, ["f-state", "", "change"])
+    page.evaluate(TIME_FILTER, ["f-seat", "", "change"])
+    page.evaluate(TIME_FILTER, ["q", "case-000007:seat1", "input"])
+    cell_id = page.get_attribute("#rows tr", "data-cell")
+    assert cell_id
+    times = []
+    for _ in range(runs):
+        state = flip(out, cell_id)
+        times.append(page.evaluate(WAIT_STATE, [cell_id, state]) / 1000)
+    if len(times) % 2:
+        flip(out, cell_id)  # as it was
+    emit(
+        "a cell graded again, until the open index shows its new state",
+        statistics.median(times),
+        "s",
+        f"max {max(times):.3f} s of {runs} (the page asks every second, the server "
+        "reads the feed twice a second)",
+    )
+
+
+def measure(url: str, runs: int, out: Path) -> None:
+    """The index opening, each filter and a live change, in headless Chromium."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as manager:
@@ -256,6 +303,7 @@ def measure(url: str, runs: int) -> None:
         emit(
             "next page of a filtered list", statistics.median(times), "s", f"max {max(times):.3f} s"
         )
+        live(page, out, runs)
         page.close()
         browser.close()
 
@@ -286,6 +334,7 @@ def main() -> None:
     finally:
         aside.rename(index)
     emit("server started, no receipt index (every cell.json read)", ready, "s", f"{rss:.0f} MB")
+    (out / feed.FEED_FILE).touch()  # the change feed a run leaves (its first lines: a rescan)
     proc, url, ready = start_viewer(out)
     try:
         emit(
@@ -296,7 +345,7 @@ def main() -> None:
         )
         rss, _ = memory_mb(proc.pid)
         emit("server memory after start", rss, "MB")
-        measure(url, args.runs)
+        measure(url, args.runs, out)
         rss, peak = memory_mb(proc.pid)
         emit("server memory after the pages", rss, "MB", f"peak {peak:.1f} MB")
     finally:
