@@ -210,19 +210,27 @@ def test_folders_of_a_cell_linked_out_are_never_read(project: Project, tmp_path:
 def test_the_real_server_answers_over_hostile_files_and_never_blocks(
     hostile: tuple[Project, Served, dict], tmp_path: Path
 ) -> None:
-    """`brigade view` itself (a process of its own) over the hostile directory, with a FIFO
-    and a file past the read bound among a run's files: it starts, answers every page of
-    every hostile cell in time, and goes on serving."""
+    """`brigade view` itself (a process of its own) over the hostile directory, and a
+    readable cell whose run files are hostile too (stderr a FIFO, the answer a folder, the
+    transcript past the read bound, run.json nested past the depth cap, a log bigger than
+    a file is shown): it starts, answers every page of every hostile cell in time, and
+    goes on serving."""
     import http.client
     import subprocess
 
     from conftest import brigade_command
 
     project, _, planted = hostile
-    run = store.run_dir(project.out, planted["huge"], 1)
+    plan = json.loads((project.out / "plan.json").read_text())
+    crash = next(c["cell_id"] for c in plan["cells"] if c["coordinate"] == "crash:agent:1")
+    run = store.run_dir(project.out, crash, 1)
     os.mkfifo(run / "stdout.fifo")
-    (run / "stderr.log").unlink(missing_ok=True)
+    for name in ("stderr.log", "final.txt", "transcript.json", "run.json"):
+        (run / name).unlink(missing_ok=True)
     os.mkfifo(run / "stderr.log")
+    (run / "final.txt").mkdir()
+    (run / "transcript.json").write_bytes(b"[" * (jsontext.MAX_BYTES + 10))
+    (run / "run.json").write_text("[" * 100_000 + "]" * 100_000)
     (run / "big.log").write_bytes(b"x" * (5 * 1024 * 1024))
     viewer = subprocess.Popen(
         [*brigade_command(), "view", str(project.out)],
@@ -246,8 +254,8 @@ def test_the_real_server_answers_over_hostile_files_and_never_blocks(
             return response.status, body
 
         rel = run.relative_to(project.out).as_posix()
-        paths = [f"0/file/{rel}/{name}" for name in ("stdout.fifo", "stderr.log")]
-        for cell_id in planted.values():
+        paths = [f"0/file/{rel}/{name}" for name in ("stdout.fifo", "stderr.log", "final.txt")]
+        for cell_id in [*planted.values(), crash]:
             paths += [f"0/cell/{cell_id}", f"0/api/cell/{cell_id}"]
             paths.append(f"0/file/cells/{cell_id}/cell.json")
         for path in paths:
@@ -258,6 +266,9 @@ def test_the_real_server_answers_over_hostile_files_and_never_blocks(
         assert status == 200 and 4 * 1024 * 1024 <= len(body) < 5 * 1024 * 1024
         assert body.endswith(b"[truncated]\n")
         assert get(f"0/file/{rel}/stdout.fifo")[0] == 404
+        status, body = get(f"0/cell/{crash}")
+        assert status == 200 and b"execution_error" in body
+        assert get(f"0/case/{case_key('crash')}")[0] == 200
         assert get("0/api/cells?state=unreadable")[0] == 200
         assert json.loads(get("0/api/changes")[1])["counts"]["unreadable"] == len(HOW)
         assert viewer.poll() is None
@@ -265,7 +276,7 @@ def test_the_real_server_answers_over_hostile_files_and_never_blocks(
         viewer.terminate()
         _, errors = viewer.communicate(timeout=10)
         (run / "stdout.fifo").unlink()
-        (run / "stderr.log").unlink()
+        (run / "stderr.log").unlink()  # (the FIFO; the other hostile files are left)
     assert "Traceback" not in errors
 
 
