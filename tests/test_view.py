@@ -208,6 +208,34 @@ def test_the_cells_of_a_seat_share_one_spec_when_read_from_plan_json(
     assert [c.run_key for c in changed[1:]] == [c.run_key for c in cells[1:]]
 
 
+def test_pages_asking_at_once_share_one_summary(
+    served_battery: tuple[Project, Served], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages opened together all ask for the statistics: the summary (seconds at 100,000
+    cells) is computed once, the others wait for it."""
+    import brigade.report.live as live
+
+    project, _ = served_battery
+    watched = Watched(project.out)
+    made: list[int] = []
+    real = live.summarize
+
+    def slow(*args: Any) -> Any:
+        made.append(1)
+        time.sleep(0.3)
+        return real(*args)
+
+    monkeypatch.setattr(live, "summarize", slow)
+    found: list[Any] = []
+    askers = [threading.Thread(target=lambda: found.append(watched.summary())) for _ in range(4)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join(30)
+    assert len(made) == 1 and len(found) == 4
+    assert all(summary is found[0] for summary in found)
+
+
 # -- the server ------------------------------------------------------------------------
 
 

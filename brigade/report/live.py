@@ -224,6 +224,7 @@ class Watched:
         self._summary_cost = 0.0
         self._query: tuple[Query, int] | None = None
         self._counts: tuple[int, dict[str, int]] | None = None
+        self._summarizing = threading.Lock()
         self._selected: list[Row] = []
         self.load()
         self.tail.read()  # the feed up to now is what was loaded
@@ -379,6 +380,10 @@ class Watched:
     def summary(self) -> dict[str, Any]:
         """The summary document (summary.json's shape) of the rows as they are now,
         computed again at most every SUMMARY_EVERY seconds."""
+        with self._summarizing:  # one page computes it; the others wait and take it
+            return self._summary_now()
+
+    def _summary_now(self) -> dict[str, Any]:
         with self.lock:
             # a summary that takes long is computed again less often (a fifth of the time)
             every = max(SUMMARY_EVERY, 5 * self._summary_cost)
