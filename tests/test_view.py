@@ -145,6 +145,13 @@ def test_filters_by_state_seat_case_text_and_cost(served_battery: tuple[Project,
     assert coordinates(min_cost="0") == [] and len(coordinates(min_cost="x")) == 10
     page = watched.page(Query(), 8, 5)
     assert (page["matching"], page["offset"], len(page["rows"])) == (10, 8, 2)
+    # however many rows a page asks for, an answer holds at most PAGE_LIMIT of them
+    from brigade.report.live import PAGE_LIMIT
+
+    watched.rows = watched.rows * 100
+    watched.version += 1
+    page = watched.page(Query(), 0, 10**6)
+    assert (page["matching"], len(page["rows"])) == (1000, PAGE_LIMIT)
 
 
 def test_a_rows_cost_is_the_summarys_cost_of_the_cell() -> None:
