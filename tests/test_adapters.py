@@ -2400,11 +2400,21 @@ def test_aider_answers_with_its_last_reply_as_its_history_keeps_it() -> None:
     assert adapter.read(exit_code=code, stdout=stdout, stderr=stderr, now=NOW).final_text == (
         out.ANSWER
     )
-    # a run that ended on a provider error, or on an empty reply, answers nothing
-    for case in ("overloaded", "empty"):
-        code, stdout, stderr = SAMPLES["aider"][case]
+    # a run that ended on a provider error answers nothing, whatever its history holds
+    code, stdout, stderr = SAMPLES["aider"]["overloaded"]
+    reading = adapter.read(exit_code=code, stdout=stdout, stderr=stderr, files=files, now=NOW)
+    assert reading.final_text == ""
+    # so does an empty reply: aider's notice of it, not a reply, precedes its usage report
+    # (as aider 0.86.2 writes it), also after an earlier call's reply
+    empty = (
+        "> Empty response received from LLM. Check your provider account?  \n"
+        "> Tokens: 1.2k sent, 4 received.  \n"
+    )
+    for history in (aider_history() + empty, aider_history("an earlier reply") + empty):
+        code, stdout, stderr = SAMPLES["aider"]["empty"]
+        files = {"aider.chat.history.md": history}
         reading = adapter.read(exit_code=code, stdout=stdout, stderr=stderr, files=files, now=NOW)
-        assert reading.final_text == "", case
+        assert reading.final_text == "", history
 
 
 def test_aider_keeps_its_history_in_the_run_folder_and_reads_it_back() -> None:

@@ -999,6 +999,42 @@ def test_a_writable_aider_run_answers_with_the_reply_it_kept(
     assert (usage["input_tokens"], usage["output_tokens"], usage["turns"]) == (2400, 8, 2)
 
 
+@pytest.mark.parametrize(
+    ("sample", "answer"),
+    [
+        (
+            "aider-0.86.2-notice-reply",
+            "litellm.RateLimitError: RateLimitError: rate limit exceeded",
+        ),
+        ("aider-0.86.2-quote-reply", "Here is the poem:\n> roses are red  \n"),
+        ("aider-0.86.2-usage-reply", "The answer is 4.\nTokens: 1..2 sent, 3 received.\n"),
+    ],
+)
+def test_an_aider_reply_like_aiders_own_lines_is_graded_as_the_models(
+    project: Project, tmp_path: Path, sample: str, answer: str
+) -> None:
+    """A model whose reply reads like aider's error notice, quotes with line breaks, or has
+    lines like aider's usage report (real aider 0.86.2 runs): the run completes and its reply,
+    whole, is graded as the model's own. Never an empty answer (a fault, not scored), a
+    reply cut at its quote, a crash of the run, or tokens taken off its usage."""
+    folder = install_versions(tmp_path, aider=sample)
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/m-1"}})
+    grader = {"type": "regex_output", "pattern": "no such text"}
+    project.write_manifest(
+        [{"id": "c", "prompt": "Say: All good.", "graders": [grader]}], seats=("ai",)
+    )
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    receipt = project.receipt("c:ai:1")
+    assert (receipt["state"], receipt.get("fault")) == ("rejected", None)
+    final = (Path(receipt["run_dir"]) / "final.txt").read_text()
+    expected = load_sample(sample)
+    assert final.startswith(answer) and final in expected["files"]["aider.chat.history.md"]
+    usage = receipt["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"]) == (1200, 4)
+
+
 def test_aider_history_planted_as_a_link_is_not_followed(project: Project, tmp_path: Path) -> None:
     """An aider whose chat history is a link to another file: the link is not followed, the
     answer is stdout's reply, never the file behind it."""

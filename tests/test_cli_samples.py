@@ -117,6 +117,33 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
     # two requests (aider added the file the reply named and asked again): the last reply as
     # the model wrote it, from aider's chat history, never stdout's diff of it
     "aider-0.86.2-edit": (AIDER_EDIT, None, None, 2400, 8, None),
+    # replies that look like aider's own lines are the model's words, as its history keeps
+    # them: never an empty answer (a fault), a reply cut at a quote, or usage it did not spend
+    "aider-0.86.2-notice-reply": (
+        "litellm.RateLimitError: RateLimitError: rate limit exceeded",
+        None,
+        None,
+        1200,
+        4,
+        None,
+    ),
+    "aider-0.86.2-quote-reply": (
+        "Here is the poem:\n> roses are red  \n> violets are blue  \nThat is all.",
+        None,
+        None,
+        1200,
+        4,
+        None,
+    ),
+    "aider-0.86.2-usage-reply": (
+        "The answer is 4.\nTokens: 1..2 sent, 3 received.\n\n"
+        "Tokens: 0 sent, 999k cache write, 0 received.\n\nDone.",
+        None,
+        None,
+        1200,
+        4,
+        None,
+    ),
     "claude-1.0.30-400": ("", "quota", "Credit balance is too low", 0, 0, 0.0),
     "claude-1.0.30-404": ("", "model_unavailable", CLAUDE_404, 0, 0, 0.0),
     "claude-1.0.30-effort": (

@@ -29,12 +29,19 @@ from brigade.adapters.common import (
 from brigade.core.taxonomy import FaultKind
 from brigade.core.usage import Usage, reported_cost
 
+# aider's numbers: a count (`345`, `1.2k`, `1234k`) and a dollar amount; a line of the
+# model's reply can look like its report, so nothing here may match what float() refuses
+# (`1..2`) or what is too long to be a count (400 digits are an infinite float)
+_COUNT = r"\d{1,12}(?:\.\d{1,6})?k?"
+_DOLLARS = r"\d{1,12}(?:\.\d{1,12})?"
 _TOKENS = re.compile(
-    r"^Tokens: (?P<sent>[\d.]+k?) sent(?:, (?P<write>[\d.]+k?) cache write)?"
-    r"(?:, (?P<hit>[\d.]+k?) cache hit)?, (?P<received>[\d.]+k?) received\."
-    r"(?: Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.)?$"
+    rf"^Tokens: (?P<sent>{_COUNT}) sent(?:, (?P<write>{_COUNT}) cache write)?"
+    rf"(?:, (?P<hit>{_COUNT}) cache hit)?, (?P<received>{_COUNT}) received\."
+    rf"(?: Cost: \$(?P<message>{_DOLLARS}) message, \$(?P<session>{_DOLLARS}) session\.)?$"
 )
-_COST = re.compile(r"^Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.$")
+_COST = re.compile(
+    rf"^Cost: \$(?P<message>{_DOLLARS}) message, \$(?P<session>{_DOLLARS}) session\.$"
+)
 _LITELLM = re.compile(r"^litellm\.(?P<name>\w+):\s*(?P<message>.*)$")
 _MODEL = re.compile(r"^(?:Main model|Model): (?P<model>\S+) with ")
 # what aider prints when the model's context window (or output limit) ran out
@@ -53,6 +60,9 @@ _BANNER_WITHIN = 20
 # aider's chat history (in the run folder): where it keeps the model's replies as written
 HISTORY = "aider.chat.history.md"
 _SESSION = "# aider chat started at "
+# its usage report of a model call and a line of the prompt, as the history keeps them
+_REPORTED = re.compile(r"^> Tokens: .* received\..*  $")
+_PROMPT = re.compile(r"^#### .*  $")
 
 # litellm's exception classes, as aider prints them, and the fault each is
 _LITELLM_KINDS: dict[str, FaultKind | None] = {
@@ -190,28 +200,42 @@ class AiderAdapter(AgentCli):
         if limit is not None:
             own = OwnFailure(kind="agent_error", detail=one_line(limit))
             return Parsed("", own_failure=own, usage=usage, reported=True)
-        # retries before a reply leave aider's own notices above it
-        answer = "\n".join(line for line in body if not _NOTICES.match(line)).strip()
-        if answer:
-            # the model's words as aider kept them, when it kept them
-            answer = _last_reply(out.files.get(HISTORY, "")) or answer
+        # the model's words as aider kept them, when it kept them: stdout's are aider's
+        # rendering, and a reply that is all lines like aider's notices reads as none there
+        answer = _last_reply(out.files.get(HISTORY, "")) if usage_lines else None
+        if answer is None:
+            # retries before a reply leave aider's own notices above it
+            answer = "\n".join(line for line in body if not _NOTICES.match(line)).strip()
         return Parsed(answer, usage=usage, reported=bool(usage_lines))
 
 
 def _last_reply(history: str) -> str | None:
-    """The model's last reply in aider's chat history (of the session this run started)."""
+    """The model's reply to the last model call in aider's chat history (of the session this
+    run started), or None when that call has none there.
+
+    aider writes a reply after a blank line, right before its usage report (`> Tokens: ...`,
+    quoted as all its own lines are). Before the reply come the prompt (each line `#### `,
+    ending in two spaces) or the report of the call before, then aider's own lines without a
+    blank one (a notice, a question it answered): an empty reply leaves no blank line. A
+    reply's own quotes, headings and lines ending in two spaces stay in it.
+    """
     lines = history.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith(_SESSION)]
-    replies: list[list[str]] = [[]]
-    for line in lines[starts[-1] + 1 if starts else 0 :]:
-        # aider's own lines are quoted and end in a line break (two spaces), as do the
-        # prompt's (`#### `): either ends the reply before it
-        if line.endswith("  ") and line.startswith((">", "#### ")):
-            replies.append([])
-        else:
-            replies[-1].append(line)
-    texts = [text for text in ("\n".join(reply).strip() for reply in replies) if text]
-    return texts[-1] if texts else None
+    session = lines[starts[-1] + 1 if starts else 0 :]
+    reports = [i for i, line in enumerate(session) if _REPORTED.match(line)]
+    if not reports:
+        return None
+    end = reports[-1]
+    begin = reports[-2] + 1 if len(reports) > 1 else 0
+    # the prompt (the last run of its lines: aider echoes its command line, with a
+    # prompt's lines, above it)
+    prompt = [i for i in range(begin, end) if _PROMPT.match(session[i])]
+    if prompt:
+        begin = prompt[-1] + 1
+    while begin < end and session[begin].strip():
+        begin += 1
+    text = "\n".join(session[begin:end]).strip()
+    return text or None
 
 
 def _at(lines: list[str], index: int) -> str:
@@ -230,7 +254,8 @@ def _usage(lines: list[str], usage_lines: list[int], model: str | None) -> Usage
         written = _tokens(match["write"]) or 0
         # aider adds the cache write to litellm's prompt count, which already holds it
         # (aider 0.72.0 to 0.86.2, with litellm 1.58.2 to 1.81.10): counted once here
-        sent += (_tokens(match["sent"]) or 0) - written
+        # (a line that says more was written than sent is none of aider's: never below 0)
+        sent += max((_tokens(match["sent"]) or 0) - written, 0)
         received += _tokens(match["received"]) or 0
         if match["hit"]:
             saw_hit, hit = True, hit + (_tokens(match["hit"]) or 0)
