@@ -2472,3 +2472,67 @@ def test_a_goose_typed_error_of_kind_other_is_the_fault_its_words_name(
     fault = reading.fault
     assert reading.own_failure is None and fault is not None
     assert (fault.kind, fault.detail, fault.retry_after_seconds) == (kind, message, wait)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("num_turns", "1e999"),
+        ("usage", '{"input_tokens": 1e999, "output_tokens": 3}'),
+        ("duration_api_ms", "1e999"),
+        ("api_error_status", "1e999"),
+        ("total_cost_usd", "-1e999"),
+    ],
+)
+def test_numbers_json_cannot_hold_are_no_numbers(field: str, value: str) -> None:
+    """`1e999` parses as an infinite float: as a count, a status or a duration it is unknown,
+    never a crash of the run or an `Infinity` written into run.json."""
+    doc = {"type": "result", "subtype": "success", "is_error": False, "result": "hi"}
+    line = json.dumps(doc)[:-1] + f', "{field}": {value}}}'
+    reading = adapter_for("claude").read(exit_code=0, stdout=line + "\n", stderr="", now=NOW)
+    assert reading.final_text == "hi" and reading.fault is None
+    usage = reading.usage
+    assert usage is not None and usage.api_duration_seconds is None
+    json.dumps(usage.__dict__, allow_nan=False)
+    # NaN reaches a reader through a pretty-printed document after chatter
+    pretty = json.dumps({**doc, "num_turns": 1}, indent=1).replace(
+        '"num_turns": 1', '"num_turns": NaN'
+    )
+    reading = adapter_for("claude").read(
+        exit_code=0, stdout="notice\n" + pretty, stderr="", now=NOW
+    )
+    assert reading.final_text == "hi" and reading.usage is not None
+    assert reading.usage.turns is None
+    # goose's totals
+    message = out.goose_message("assistant", {"type": "text", "text": "hi"})
+    events = json.dumps({"type": "message", "message": message}) + "\n"
+    events += '{"type":"complete","input_tokens":1e999,"output_tokens":2}\n'
+    reading = adapter_for("goose").read(exit_code=0, stdout=events, stderr="", now=NOW)
+    assert reading.final_text == "hi" and reading.usage is not None
+    assert reading.usage.input_tokens is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "rate_limited: resets on 13/45/2026",
+        "rate_limited: resets on 1/1/0000",
+        "rate_limited: retry after " + "9" * 400 + " seconds",
+    ],
+)
+def test_a_wait_no_clock_can_keep_is_no_wait(line: str) -> None:
+    """A reset date that is no date, a delay that is an infinite float: the fault stands,
+    with no wait, never a crash or an infinite wait."""
+    assert retry_after(line, NOW) is None
+    reading = ExecAdapter("prog").read(exit_code=75, stdout="", stderr=line + "\n", now=NOW)
+    assert reading.fault is not None and reading.fault.kind == "rate_limited"
+    assert reading.fault.retry_after_seconds is None
+
+
+def test_a_fault_keeps_only_a_finite_wait_of_0_or_more() -> None:
+    for wait in (float("inf"), float("nan"), -5.0):
+        assert Fault(kind="rate_limited", detail="x", retry_after_seconds=wait).document() == {
+            "kind": "rate_limited",
+            "message": "x",
+        }
+    assert Fault(kind="rate_limited", detail="x", retry_after_seconds=2).retry_after_seconds == 2

@@ -534,3 +534,34 @@ def test_an_isolated_exec_seat_starts_from_an_empty_home(project: Project) -> No
     assert answer == "False [] False kept\n"
     run = json.loads((Path(project.receipt("c:agent:1")["run_dir"]) / "run.json").read_text())
     assert run["home"] == {"mode": "isolated", "provided": []}
+
+
+# --- a fault line whose wait no clock can keep ------------------------------------------
+
+IMPOSSIBLE_WAIT = """\
+import sys
+prompt = sys.stdin.read()
+sys.stdout.write("half an answer\\n")
+if "date" in prompt:
+    sys.stderr.write("rate_limited: resets on 13/45/2026\\n")
+else:
+    sys.stderr.write("rate_limited: retry after " + "9" * 400 + " seconds\\n")
+sys.exit(75)
+"""
+
+
+def test_a_fault_whose_wait_no_clock_can_keep_is_recorded_without_one(project: Project) -> None:
+    """A seat reporting a fault with a reset date that is no date, or a delay of 400 nines
+    (an infinite float): the run ends with the fault recorded without a wait, never a crash
+    of the run nor an `Infinity` in a receipt."""
+    project.write_roster({"agent": {"cli": script(project, "wait.py", IMPOSSIBLE_WAIT)}})
+    project.write_manifest([{"id": "date", "prompt": "date"}, {"id": "huge", "prompt": "huge"}])
+    done = project.run()
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    for coordinate in ("date:agent:1", "huge:agent:1"):
+        text = (project.cell_dir(coordinate) / "cell.json").read_text()
+        receipt = json.loads(text, parse_constant=lambda name: pytest.fail(name))
+        assert receipt["state"] == "adapter_error"
+        assert receipt["fault"]["kind"] == "rate_limited"
+        assert "retry_after_seconds" not in receipt["fault"]

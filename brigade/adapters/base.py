@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,19 @@ class Fault:
     kind: FaultKind
     detail: str
     retry_after_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        # a wait is read from what a CLI (or a program it ran) printed: one that is no
+        # finite number of 0 or more (1e999, a negative Retry-After) is no wait, never a
+        # value run.json and the receipt's schema refuse
+        wait = self.retry_after_seconds
+        if wait is not None and (
+            isinstance(wait, bool)
+            or not isinstance(wait, (int, float))
+            or not math.isfinite(wait)
+            or wait < 0
+        ):
+            object.__setattr__(self, "retry_after_seconds", None)
 
     def document(self) -> dict[str, Any]:
         """The receipt's `fault` object: kind, message and, when known, the wait."""

@@ -14,6 +14,7 @@ taken as the answer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -217,7 +218,8 @@ def _fault(
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    # `1e999` parses as infinity, which no JSON document brigade writes can hold
+    return float(value) if math.isfinite(value) else None
 
 
 def _usage(result: dict[str, Any], init: dict[str, Any]) -> Usage:

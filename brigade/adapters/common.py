@@ -16,6 +16,7 @@ anything the agent wrote are never searched for fault words.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -303,7 +304,9 @@ def retry_after(text: str, now: float) -> float | None:
     if relative:
         unit = relative[2].lower()
         key = "ms" if unit.startswith("mil") or unit == "ms" else unit[0]
-        return float(relative[1]) * _UNITS[key]
+        wait = float(relative[1]) * _UNITS[key]
+        # 400 nines are a float, and infinite: no wait JSON can hold
+        return wait if math.isfinite(wait) else None
     target: float | None = None
     epoch = _EPOCH.search(text)
     clock = _CLOCK.search(text)
@@ -314,13 +317,16 @@ def retry_after(text: str, now: float) -> float | None:
         target = _wall_clock(clock, now)
     elif date:
         month, day, year = (int(part) for part in date.groups())
-        target = datetime(year, month, day, tzinfo=_zone(None, now)).timestamp()
+        try:
+            target = datetime(year, month, day, tzinfo=_zone(None, now)).timestamp()
+        except (ValueError, OverflowError):  # 13/45/2026, 1/1/0000: no date, no wait
+            return None
     return until(target, now)
 
 
 def until(target: float | None, now: float) -> float | None:
-    """Seconds from now to an epoch time; None when it is unknown or past."""
-    if target is None or target <= now:
+    """Seconds from now to an epoch time; None when it is unknown, past or no finite time."""
+    if target is None or not math.isfinite(target) or target <= now:
         return None
     return round(target - now, 3)
 
@@ -399,6 +405,10 @@ def count(value: Any) -> int | None:
     """A token count from JSON (a whole number of 0 or more), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    # `1e999` parses as an infinite float (and a pretty-printed document after chatter
+    # may hold NaN): neither is a count, nor can int() take it
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if value < 0 or value != int(value):
         return None
     return int(value)
@@ -409,6 +419,8 @@ def status_of(value: Any) -> int | None:
     if isinstance(value, str) and value.isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     status = int(value)
     return status if 100 <= status <= 599 else None
