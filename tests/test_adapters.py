@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from agents import cli_outputs as out
 from agents.cli_outputs import NOW, SAMPLES, jsonl
 from agents.fake_cli import BINARIES, TRUST_REFUSALS
 
-from brigade.adapters import adapter_for, built_in, check_cli, known_names
+from brigade.adapters import adapter_for, built_in, check_cli, common, known_names
 from brigade.adapters.base import Adapter, Fault, OwnFailure, Reading, SeatRequest
 from brigade.adapters.codex_rpc import Session
 from brigade.adapters.common import (
@@ -2536,3 +2538,34 @@ def test_a_fault_keeps_only_a_finite_wait_of_0_or_more() -> None:
             "message": "x",
         }
     assert Fault(kind="rate_limited", detail="x", retry_after_seconds=2).retry_after_seconds == 2
+
+
+def test_lines_opening_documents_that_never_close_are_tried_a_few_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A seat's stdout of lines each opening an array inside the one before (`[1,1,...,`):
+    every try to read a document after chatter nests through a thousand lines before it
+    fails, so trying from each line would take the parser minutes for a megabyte. Only the
+    first few lines that open one are tried; a real document after chatter is still read."""
+    tries: list[int] = []
+
+    class Counted(json.JSONDecoder):
+        def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+            tries.append(idx)
+            return super().raw_decode(s, idx)
+
+    # the reader of a document after chatter, apart from every other JSON parser
+    monkeypatch.setattr(common, "json", SimpleNamespace(JSONDecoder=Counted))
+    line = "[" + "1," * 50
+    stdout = "chatter\n" + "\n".join([line] * 20_000)
+    for name in ("claude", "gemini", "goose", "opencode"):
+        tries.clear()
+        reading = adapter_for(name).read(exit_code=0, stdout=stdout, stderr="", now=NOW)
+        assert reading.fault is None or reading.fault.kind == "empty_output"
+        assert 0 < len(tries) <= 8, (name, len(tries))
+    tries.clear()
+    document = json.dumps({"type": "result", "subtype": "success", "result": "hi"}, indent=2)
+    stdout = "notice\n{not json\n" + document
+    assert adapter_for("claude").read(
+        exit_code=0, stdout=stdout, stderr="", now=NOW
+    ).final_text == ("hi")

@@ -15,6 +15,7 @@ anything the agent wrote are never searched for fault words.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -348,6 +349,10 @@ def reasoning_not_applied(seat: SeatSpec) -> tuple[str, ...]:
     return ("reasoning",) if seat.reasoning else ()
 
 
+# how many lines that open a JSON document `json_values` tries to read one from, after chatter
+DOCUMENT_STARTS = 8
+
+
 def json_values(text: str) -> list[Any]:
     """Every JSON document in text: the whole of it, else one per line (JSONL)."""
     stripped = text.strip()
@@ -371,8 +376,12 @@ def json_values(text: str) -> list[Any]:
                 values.append(value)
     if values:
         return values
-    # A pretty-printed document after lines of chatter (a login notice, a banner).
-    for start in (m.start() + 1 for m in re.finditer(r"\n[{\[]", stripped)):
+    # A pretty-printed document after lines of chatter (a login notice, a banner). Each try
+    # may read far (nested brackets, one a line, parse up to the recursion limit before they
+    # fail), so only the first few lines that open a document are tried: a megabyte of
+    # `[1,` lines would otherwise take the parser minutes.
+    starts = (m.start() + 1 for m in re.finditer(r"\n[{\[]", stripped))
+    for start in itertools.islice(starts, DOCUMENT_STARTS):
         try:
             value, _ = json.JSONDecoder().raw_decode(stripped[start:])
         except (ValueError, RecursionError):  # not JSON, or nested beyond the parser
