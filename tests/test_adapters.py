@@ -2569,3 +2569,18 @@ def test_lines_opening_documents_that_never_close_are_tried_a_few_times(
     assert adapter_for("claude").read(
         exit_code=0, stdout=stdout, stderr="", now=NOW
     ).final_text == ("hi")
+
+
+def test_a_claude_stream_that_goes_on_after_its_result_is_the_seats_own_failure() -> None:
+    """claude ends its stream with its one result. A line after it, or a second result
+    (a fault's, a success's), was written into its output by a process the seat ran: the
+    seat's own failure, never a fault nor an answer."""
+    success = {"type": "result", "subtype": "success", "is_error": False, "result": "It is 5."}
+    fault = {"type": "result", "subtype": "success", "is_error": True, "result": "API Error: 529"}
+    init = {"type": "system", "subtype": "init", "model": "m"}
+    for events in ([init, success, fault], [init, fault, success], [init, success, init]):
+        reading = adapter_for("claude").read(exit_code=0, stdout=jsonl(*events), stderr="", now=NOW)
+        assert reading.fault is None and reading.final_text == ""
+        assert reading.own_failure is not None and reading.own_failure.kind == "agent_error"
+    reading = adapter_for("claude").read(exit_code=0, stdout=jsonl(init, success), stderr="")
+    assert (reading.final_text, reading.own_failure) == ("It is 5.", None)

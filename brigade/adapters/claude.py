@@ -9,7 +9,9 @@ result `subtype` (a turn or budget limit is the seat's own failure). An error
 result whose subtype is `success` is the CLI reporting a failed request (older
 builds label nothing): its text is classified, and when it names nothing the
 fault is `unknown`, never the seat's. The text of an error result is never
-taken as the answer.
+taken as the answer. The stream ends with its one result: events after it
+were written into claude's output by a process the seat ran (its stdout is
+reachable through /proc), and make the run the seat's own failure.
 """
 
 from __future__ import annotations
@@ -122,6 +124,17 @@ def parse_claude_stream(out: CliOutput) -> Parsed:
     if not results:
         # no end-of-run report: the process died (its exit status and stderr tell)
         return Parsed(final_text="", transcript=transcript)
+    after = len(events) - 1 - next(i for i, e in enumerate(events) if e.get("type") == "result")
+    if after:
+        # claude ends its stream with its one result: lines after it were written into its
+        # output by a process the seat ran (its stdout is reachable through /proc), never a
+        # report of claude's, whichever result they hold (a fault's among them)
+        detail = (
+            f"claude's output holds {after} event(s) after its result, {len(results)} result(s)"
+            " in all: lines a process the seat ran wrote into it; no result of it is read"
+        )
+        own = OwnFailure(kind="agent_error", detail=detail)
+        return Parsed("", own_failure=own, transcript=transcript, reported=True)
     result = results[-1]
     usage = _usage(result, init)
     subtype = str(result.get("subtype") or "")
