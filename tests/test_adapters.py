@@ -2584,3 +2584,27 @@ def test_a_claude_stream_that_goes_on_after_its_result_is_the_seats_own_failure(
         assert reading.own_failure is not None and reading.own_failure.kind == "agent_error"
     reading = adapter_for("claude").read(exit_code=0, stdout=jsonl(init, success), stderr="")
     assert (reading.final_text, reading.own_failure) == ("It is 5.", None)
+
+
+def test_a_stream_that_goes_on_after_its_end_is_the_seats_own_failure() -> None:
+    """gemini's stream-json ends with its result, goose's with `complete` (or `error`): a
+    fault's report a process the seat ran appended after it is the seat's own failure."""
+    code, success, stderr = SAMPLES["gemini"]["success"]
+    appended = [line for line in SAMPLES["gemini"]["overloaded"][1].splitlines() if "{" in line]
+    assert appended
+    reading = adapter_for("gemini").read(
+        exit_code=code, stdout=success + "\n".join(appended) + "\n", stderr=stderr, now=NOW
+    )
+    assert reading.fault is None and reading.final_text == ""
+    assert reading.own_failure is not None and reading.own_failure.kind == "agent_error"
+    message = out.goose_message("assistant", {"type": "text", "text": "It is 5."}, msg_id="m")
+    stream = jsonl(
+        {"type": "message", "message": message},
+        {"type": "complete", "input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+    )
+    goose = adapter_for("goose")
+    assert goose.read(exit_code=0, stdout=stream, stderr="", now=NOW).final_text == "It is 5."
+    extra = {"type": "error", "error": "Server error: 503 Service Unavailable"}
+    reading = goose.read(exit_code=0, stdout=stream + jsonl(extra), stderr="", now=NOW)
+    assert reading.fault is None and reading.final_text == ""
+    assert reading.own_failure is not None and reading.own_failure.kind == "agent_error"

@@ -26,6 +26,7 @@ from brigade.adapters.common import (
     ArgvPlan,
     CliOutput,
     Parsed,
+    after_the_end,
     classify_fault,
     count,
     dicts,
@@ -124,17 +125,10 @@ def parse_claude_stream(out: CliOutput) -> Parsed:
     if not results:
         # no end-of-run report: the process died (its exit status and stderr tell)
         return Parsed(final_text="", transcript=transcript)
-    after = len(events) - 1 - next(i for i, e in enumerate(events) if e.get("type") == "result")
-    if after:
-        # claude ends its stream with its one result: lines after it were written into its
-        # output by a process the seat ran (its stdout is reachable through /proc), never a
-        # report of claude's, whichever result they hold (a fault's among them)
-        detail = (
-            f"claude's output holds {after} event(s) after its result, {len(results)} result(s)"
-            " in all: lines a process the seat ran wrote into it; no result of it is read"
-        )
-        own = OwnFailure(kind="agent_error", detail=detail)
-        return Parsed("", own_failure=own, transcript=transcript, reported=True)
+    # claude ends its stream with its one result: lines after it are the seat's
+    tampered = after_the_end(events, ("result",), "claude")
+    if tampered is not None:
+        return Parsed("", own_failure=tampered, transcript=transcript, reported=True)
     result = results[-1]
     usage = _usage(result, init)
     subtype = str(result.get("subtype") or "")

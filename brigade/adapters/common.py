@@ -20,7 +20,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -464,6 +464,29 @@ def fault(
     if wait is None:
         wait = retry_after(message, now)
     return Fault(kind=kind, detail=one_line(message), retry_after_seconds=wait)
+
+
+def after_the_end(
+    events: list[dict[str, Any]], ends: Collection[str], cli: str
+) -> OwnFailure | None:
+    """The seat's own failure when events follow the CLI's end-of-run event (a `type` in
+    `ends`), else None.
+
+    A CLI prints its end-of-run report last, once. A process the seat ran can open the
+    CLI's stdout through /proc and append lines, a fault's report among them: they are
+    never the CLI's, and make the run the seat's own failure rather than an apparatus
+    fault (not scored, retried) or an answer.
+    """
+    first = next((i for i, e in enumerate(events) if e.get("type") in ends), None)
+    if first is None or first == len(events) - 1:
+        return None
+    after = len(events) - 1 - first
+    reports = sum(1 for e in events if e.get("type") in ends)
+    detail = (
+        f"{cli}'s output holds {after} event(s) after its end-of-run report, {reports} such "
+        "report(s) in all: lines a process the seat ran wrote into it; none of them is read"
+    )
+    return OwnFailure(kind="agent_error", detail=detail)
 
 
 # -- reading a finished process --------------------------------------------------

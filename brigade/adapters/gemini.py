@@ -23,6 +23,7 @@ from brigade.adapters.common import (
     ArgvPlan,
     CliOutput,
     Parsed,
+    after_the_end,
     count,
     dicts,
     error_report,
@@ -125,6 +126,10 @@ class GeminiAdapter(AgentCli):
 
 
 def _parse_gemini_stream(events: list[dict[str, Any]], out: CliOutput) -> Parsed:
+    # the result is the last event gemini prints: lines after it are the seat's
+    tampered = after_the_end(events, ("result",), "gemini")
+    if tampered is not None:
+        return Parsed("", own_failure=tampered, reported=True)
     init: dict[str, Any] = {}
     result: dict[str, Any] | None = None
     entries: list[Entry] = []

@@ -33,6 +33,7 @@ from brigade.adapters.common import (
     ArgvPlan,
     CliOutput,
     Parsed,
+    after_the_end,
     classify_fault,
     count,
     dicts,
@@ -135,6 +136,10 @@ class GooseAdapter(AgentCli):
         document = next((d for d in values if "messages" in d), None)
         stream_error: str | None = None
         if document is None:
+            # its stream-json ends with `complete` or `error`: lines after it are the seat's
+            tampered = after_the_end(values, ("complete", "error"), "goose")
+            if tampered is not None:
+                return Parsed("", own_failure=tampered, reported=True)
             document, stream_error = _from_stream(values)
         if document is None:
             return Parsed(final_text=out.stdout.strip())
