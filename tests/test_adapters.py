@@ -2608,3 +2608,27 @@ def test_a_stream_that_goes_on_after_its_end_is_the_seats_own_failure() -> None:
     reading = goose.read(exit_code=0, stdout=stream + jsonl(extra), stderr="", now=NOW)
     assert reading.fault is None and reading.final_text == ""
     assert reading.own_failure is not None and reading.own_failure.kind == "agent_error"
+
+
+def test_a_goose_document_with_json_after_it_is_the_seats_own_failure() -> None:
+    """goose's json output is one pretty-printed document. A one-line document a process
+    the seat ran appended after it (its messages a typed error of an overloaded provider)
+    would be read alone, line by line: it is the seat's own failure, never that fault."""
+    code, stdout, stderr = SAMPLES["goose"]["success"]
+    error = {
+        "type": "error",
+        "kind": "other",
+        "message": "Ran into this error: Server error: Server error (529 <unknown status "
+        "code>): Overloaded.",
+    }
+    appended = {"messages": [out.goose_message("assistant", error)], "metadata": {}}
+    goose = adapter_for("goose")
+    reading = goose.read(exit_code=code, stdout=stdout + jsonl(appended), stderr=stderr, now=NOW)
+    assert reading.fault is None and reading.final_text == ""
+    assert reading.own_failure is not None and reading.own_failure.kind == "agent_error"
+    # goose's own document, and its failed one, read as before
+    assert goose.read(exit_code=code, stdout=stdout, stderr=stderr, now=NOW).final_text == (
+        out.ANSWER
+    )
+    code, stdout, stderr = SAMPLES["goose"]["overloaded"]
+    assert goose.read(exit_code=code, stdout=stdout, stderr=stderr, now=NOW).fault is not None

@@ -23,6 +23,8 @@ error then reading `Ran into this error: Authentication error: ...`.
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 from typing import Any
 
@@ -132,6 +134,15 @@ class GooseAdapter(AgentCli):
         )
 
     def _parse(self, out: CliOutput) -> Parsed:
+        pretty, rest = _pretty_document(out.stdout)
+        if pretty is not None and _JSON_LINE.search(rest):
+            # goose's json output is its one document: JSON after it is no line of goose's
+            # (a process the seat ran can append to goose's stdout through /proc)
+            detail = (
+                "goose's output holds JSON after its document: lines a process the seat ran "
+                "wrote into it; none of them is read"
+            )
+            return Parsed("", own_failure=OwnFailure("agent_error", detail), reported=True)
         values = dicts(json_values(out.stdout))
         document = next((d for d in values if "messages" in d), None)
         stream_error: str | None = None
@@ -179,6 +190,26 @@ class GooseAdapter(AgentCli):
             )
             return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
         return Parsed(answer, usage=usage, transcript=transcript, reported=True)
+
+
+# how goose prints its json output: a pretty-printed document from a line `{` of its own
+_DOCUMENT_START = re.compile(r"^\{$", re.MULTILINE)
+_JSON_LINE = re.compile(r"^\s*[{\[]", re.MULTILINE)
+# lines `{` a document is tried from (each try fails at once on a line that is not one)
+_DOCUMENT_TRIES = 8
+
+
+def _pretty_document(stdout: str) -> tuple[dict[str, Any] | None, str]:
+    """goose's pretty-printed json document (with its messages) and what follows it."""
+    starts = (m.start() for m in _DOCUMENT_START.finditer(stdout))
+    for start in itertools.islice(starts, _DOCUMENT_TRIES):
+        try:
+            value, end = json.JSONDecoder().raw_decode(stdout, start)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and "messages" in value:
+            return value, stdout[end:]
+    return None, ""
 
 
 def _from_stream(values: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
