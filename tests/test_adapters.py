@@ -2632,3 +2632,28 @@ def test_a_goose_document_with_json_after_it_is_the_seats_own_failure() -> None:
     )
     code, stdout, stderr = SAMPLES["goose"]["overloaded"]
     assert goose.read(exit_code=code, stdout=stdout, stderr=stderr, now=NOW).fault is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ran into this error: Server error: Server error (529 <unknown status code>): "
+        "Overloaded.\n\nPlease retry if you think this is a transient or recoverable error.",
+        "Network error: connection reset\n\nPlease resend your message to try again.",
+    ],
+)
+def test_a_goose_models_reply_in_gooses_words_of_an_error_is_its_answer(text: str) -> None:
+    """A model that answers in goose's own phrasing of a provider error: goose records the
+    inference (provider, model) of what its model wrote, never of its own messages, so the
+    reply is an answer to grade, not a fault left out of the score and retried."""
+    reply = out.goose_message("assistant", {"type": "text", "text": text}, msg_id="gen-2")
+    reading = adapter_for("goose").read(
+        exit_code=0, stdout=out.goose_output(reply), stderr="", now=NOW
+    )
+    assert (reading.final_text, reading.fault, reading.own_failure) == (text, None, None)
+    # goose's own message in those words (no inference) is still its report
+    del reply["metadata"]["inference"]
+    reading = adapter_for("goose").read(
+        exit_code=0, stdout=out.goose_output(reply), stderr="", now=NOW
+    )
+    assert reading.fault is not None and reading.final_text == ""

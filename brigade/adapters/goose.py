@@ -6,7 +6,9 @@ content for auth, credits and context errors) and the session's token totals
 and cost with a `status` (`error` when the run failed). Other provider errors
 reach the output only as goose's own assistant text, `Ran into this error:
 <error>.` plus its retry advice; that exact template, as the whole message,
-is read as goose's error report. A run that failed outside the model's reply (an
+is read as goose's error report, unless the message carries the inference
+(provider, model) goose records only for what its model wrote: a model that
+answers in those words gave an answer. A run that failed outside the model's reply (an
 error of the stream goose could not handle) has `status: error` and no typed
 error: goose printed its error on stderr (`Error: ...`), and its own notice
 ("The error above was an exception...") on stdout before the document, whose
@@ -168,8 +170,10 @@ class GooseAdapter(AgentCli):
                 return Parsed("", fault=found, usage=usage, transcript=transcript, reported=True)
             own = OwnFailure(kind="agent_error", detail=one_line(message))
             return Parsed("", own_failure=own, usage=usage, transcript=transcript, reported=True)
-        answer = _answer(messages)
-        report = _RAN_INTO.match(answer) or _RESEND.match(answer)
+        answer, replied = _answer(messages)
+        # a message goose's model wrote carries its inference (provider, model): its words,
+        # even in goose's own phrasing of an error, are an answer and never goose's report
+        report = None if replied else _RAN_INTO.match(answer) or _RESEND.match(answer)
         if report is not None:
             error = report["error"]
             found = fault(_provider_kind(error), error, out.now)
@@ -272,8 +276,9 @@ def _joined(content: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[d
     return joined
 
 
-def _answer(messages: list[dict[str, Any]]) -> str:
-    """The text of the last assistant message that has any."""
+def _answer(messages: list[dict[str, Any]]) -> tuple[str, bool]:
+    """The text of the last assistant message that has any, and whether the model wrote it
+    (goose records the inference of a message its model wrote: provider, model)."""
     for message in reversed(messages):
         if message.get("role") != "assistant":
             continue
@@ -287,8 +292,9 @@ def _answer(messages: list[dict[str, Any]]) -> str:
             and isinstance(item.get("text"), str)
         ]
         if any(t.strip() for t in texts):
-            return "\n".join(t.strip() for t in texts if t.strip())
-    return ""
+            inference = obj(obj(message.get("metadata")).get("inference"))
+            return "\n".join(t.strip() for t in texts if t.strip()), bool(inference)
+    return "", False
 
 
 def _entries(messages: list[dict[str, Any]]) -> tuple[list[Entry], tuple[str, str] | None]:

@@ -1399,12 +1399,20 @@ def goose_answer(text: str) -> str:
     )
 
 
+def goose_own(text: str) -> dict[str, Any]:
+    """A message goose wrote itself in its assistant's place (an error it turned into text):
+    no inference, which goose records only for what its model wrote."""
+    message = goose_message("assistant", {"type": "text", "text": text}, msg_id="gen-1")
+    del message["metadata"]["inference"]
+    return message
+
+
 def goose_ran_into(error: str) -> str:
     text = (
         f"Ran into this error: {error}.\n\n"
         "Please retry if you think this is a transient or recoverable error."
     )
-    return goose_output(goose_message("assistant", {"type": "text", "text": text}, msg_id="gen-1"))
+    return goose_output(goose_own(text))
 
 
 GOOSE_401 = (
@@ -1469,14 +1477,9 @@ GOOSE: dict[str, Sample] = {
     "drop": (
         0,
         goose_output(
-            goose_message(
-                "assistant",
-                {
-                    "type": "text",
-                    "text": "Network error: Could not connect to api.anthropic.com — check your "
-                    "network "
-                    "connection and try again.\n\nPlease resend your message to try again.",
-                },
+            goose_own(
+                "Network error: Could not connect to api.anthropic.com — check your network "
+                "connection and try again.\n\nPlease resend your message to try again."
             )
         ),
         "",
