@@ -628,3 +628,54 @@ def test_a_fault_a_seat_writes_into_its_clis_output_is_its_own_failure(
     assert receipt["state"] == "execution_error" and receipt.get("fault") is None
     stdout = (Path(receipt["run_dir"]) / "stdout.log").read_text()
     assert stdout.endswith(OVERLOADED)  # the seat did write it
+
+
+KILLING_CLAUDE = """\
+import json, os, subprocess, sys, time
+if sys.argv[1:] == ["--version"]:
+    print("2.1.38 (Claude Code)")
+    sys.exit(0)
+sys.stdin.read()
+print(json.dumps({"type": "system", "subtype": "init", "model": "m"}), flush=True)
+# a command the agent ran writes a fault's line into claude's stderr, then kills claude
+COMMAND = '''
+import os, signal, sys
+with open("/proc/%d/fd/2" % os.getppid(), "a") as err:
+    err.write(sys.argv[1])
+with open("/proc/%d/fd/1" % os.getppid(), "a") as out:
+    out.write(sys.argv[2])
+os.kill(os.getppid(), getattr(signal, sys.argv[3]))
+'''
+subprocess.run(
+    [sys.executable, "-c", COMMAND, *os.environ["FAKE_KILL"].split("|")], stdout=subprocess.PIPE
+)
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_a_seat_that_kills_its_cli_after_writing_a_fault_fails_by_itself(
+    project: Project, signal_name: str
+) -> None:
+    """A command the agent ran writes an overloaded provider's error line into its CLI's
+    stderr and a fault's result into its stdout (both reachable through /proc), then kills
+    the CLI: a CLI killed by a signal brigade did not send wrote no report of its own end,
+    so the run is the seat's failure, never that fault (left out of the score, retried)."""
+    bin_dir = project.root / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(f"#!{sys.executable}\n{KILLING_CLAUDE}")
+    (bin_dir / "claude").chmod(0o755)
+    project.write_roster({"agent": {"cli": "claude"}})
+    project.write_manifest([{"id": "math", "prompt": "2+2?"}])
+    stderr = 'Error: API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}\n'
+    done = project.run(
+        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        FAKE_KILL="|".join((stderr, OVERLOADED, signal_name)),
+    )
+    assert done.returncode == 1, done.stderr
+    receipt = project.receipt("math:agent:1")
+    assert receipt["state"] == "execution_error" and receipt.get("fault") is None
+    run_dir = Path(receipt["run_dir"])
+    assert (run_dir / "stderr.log").read_text() == stderr  # the seat did write it
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["status"], run["failure_kind"]) == ("failed", "nonzero_exit")

@@ -539,6 +539,14 @@ def judge(parsed: Parsed, out: CliOutput) -> Reading:
             notes=parsed.notes,
         )
 
+    if out.exit_code is not None and out.exit_code < 0:
+        # Killed by a signal brigade did not send (its time limit's kill is recorded
+        # elsewhere): the CLI wrote no report of its own end, and a process the seat ran
+        # can write into its output (through /proc) and then kill it. Nothing there is a
+        # fault or an answer: the run is the seat's failure, as its signal says.
+        return Reading(
+            final_text="", usage=parsed.usage, transcript=parsed.transcript, notes=parsed.notes
+        )
     if parsed.fault is not None:
         return reading(parsed.fault)
     if parsed.error:
