@@ -1035,6 +1035,33 @@ def test_an_aider_reply_like_aiders_own_lines_is_graded_as_the_models(
     assert (usage["input_tokens"], usage["output_tokens"]) == (1200, 4)
 
 
+def test_an_aider_edit_quoting_a_line_like_its_error_notice_is_no_fault(
+    project: Project, tmp_path: Path
+) -> None:
+    """A writable aider 0.86.2 run whose model keeps sending an edit that cannot apply, its
+    SEARCH lines a line like aider's error notice (litellm.RateLimitError: ...): aider prints
+    its report of the edit, quoting those lines, after each reply, then stops after three
+    reflections. The last line like a provider error is followed by aider's own lines, so
+    it is no rate limit (left out of the score, retried): the run is graded."""
+    git_workspace(project)
+    folder = install_versions(tmp_path, aider="aider-0.86.2-edit-notice")
+    project.write_roster({"ai": {"cli": "aider", "model": "openai/gpt-4o"}})
+    grader = {"type": "regex_output", "pattern": "no such text"}
+    project.write_manifest(
+        [{"id": "edit", "prompt": "Say: All good.", "graders": [grader]}],
+        seats=("ai",),
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run(PATH=path_with(folder))
+    assert done.returncode == 1, done.stderr
+    receipt = project.receipt("edit:ai:1")
+    assert (receipt["state"], receipt.get("fault")) == ("rejected", None)
+    final = (Path(receipt["run_dir"]) / "final.txt").read_text()
+    assert final.startswith("Here is the fix.\n") and final.endswith(">>>>>>> REPLACE\n```")
+    usage = receipt["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["turns"]) == (4800, 16, 4)
+
+
 def test_aider_history_planted_as_a_link_is_not_followed(project: Project, tmp_path: Path) -> None:
     """An aider whose chat history is a link to another file: the link is not followed, the
     answer is stdout's reply, never the file behind it."""

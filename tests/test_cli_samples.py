@@ -40,6 +40,12 @@ AIDER_EDIT = (
     ">>>>>>> REPLACE\n```\n\nDone."
 )
 
+AIDER_EDIT_NOTICE = (
+    "Here is the fix.\n\nREADME.md\n```\n<<<<<<< SEARCH\n"
+    "litellm.RateLimitError: RateLimitError: rate limit exceeded\n=======\nhello world\n"
+    ">>>>>>> REPLACE\n```"
+)
+
 # sample -> (answer, fault kind, fault message or None for "any", input, output, cost)
 EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, float | None]] = {
     "aider-0.72.0-effort": (
@@ -117,6 +123,9 @@ EXPECTED: dict[str, tuple[str, str | None, str | None, int | None, int | None, f
     # two requests (aider added the file the reply named and asked again): the last reply as
     # the model wrote it, from aider's chat history, never stdout's diff of it
     "aider-0.86.2-edit": (AIDER_EDIT, None, None, 2400, 8, None),
+    # a failed edit quoting a line like aider's error notice, reflected on three times: no
+    # fault (aider's own lines follow that one), the last reply from the history
+    "aider-0.86.2-edit-notice": (AIDER_EDIT_NOTICE, None, None, 4800, 16, 0.01),
     # replies that look like aider's own lines are the model's words, as its history keeps
     # them: never an empty answer (a fault), a reply cut at a quote, or usage it did not spend
     "aider-0.86.2-notice-reply": (

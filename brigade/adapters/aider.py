@@ -50,9 +50,12 @@ _TOKEN_LIMIT = re.compile(r"^Model \S+ has hit a token limit!$")
 # release notes' address it prints on a version's first run unless told not to
 _NOTICES = re.compile(
     r"^(?:litellm\.\w+:|Retrying in [\d.]+ seconds\.\.\.$|Empty response received from LLM"
-    r"|The API provider |Insufficient credits with the API provider"
+    r"|The API provider(?:'s)? |Insufficient credits with the API provider"
     r"|https://aider\.chat/HISTORY\.html#release-notes$)"
 )
+
+# the address aider prints below its advice on an error (the provider's page on it)
+_URL = re.compile(r"^https?://\S+$")
 
 # how far down aider's banner may start
 _BANNER_WITHIN = 20
@@ -185,10 +188,16 @@ class AiderAdapter(AgentCli):
             body, tail = lines[start:last], lines[last + 1 :]
         else:
             body, tail = lines[start:], lines[start:]
-        # the run ended on a provider error when one follows the last model call
-        errors = [m for line in tail if (m := _LITELLM.match(line))]
-        if errors:
-            name, text = errors[-1]["name"], errors[-1]["message"]
+        # the run ended on a provider error when one follows the last model call with
+        # nothing after it but aider's advice: a line like it inside what aider printed of
+        # the model's words (a failed edit quoting its SEARCH lines, the file names a lint
+        # names) is followed by more of that, and aider's own lines
+        errors = [(i, m) for i, line in enumerate(tail) if (m := _LITELLM.match(line))]
+        if errors and all(
+            _NOTICES.match(line) or _URL.match(line) or not line.strip()
+            for line in tail[errors[-1][0] + 1 :]
+        ):
+            name, text = errors[-1][1]["name"], errors[-1][1]["message"]
             message = f"litellm.{name}: {text}"
             found = fault(_litellm_kind(name, text), message, out.now)
             if found is not None:
@@ -214,10 +223,11 @@ def _last_reply(history: str) -> str | None:
     run started), or None when that call has none there.
 
     aider writes a reply after a blank line, right before its usage report (`> Tokens: ...`,
-    quoted as all its own lines are). Before the reply come the prompt (each line `#### `,
-    ending in two spaces) or the report of the call before, then aider's own lines without a
-    blank one (a notice, a question it answered): an empty reply leaves no blank line. A
-    reply's own quotes, headings and lines ending in two spaces stay in it.
+    quoted as all its own messages are, on their first line). Before the reply come the
+    prompt (each line `#### `, ending in two spaces) or the report of the call before, then
+    aider's own messages (a notice, a question it answered, an edit it could not apply),
+    each ending on a line that ends in two spaces: an empty reply leaves no blank line after
+    them. A reply's own quotes, headings and lines ending in two spaces stay in it.
     """
     lines = history.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith(_SESSION)]
@@ -232,6 +242,14 @@ def _last_reply(history: str) -> str | None:
     prompt = [i for i in range(begin, end) if _PROMPT.match(session[i])]
     if prompt:
         begin = prompt[-1] + 1
+    # aider's own messages: each quoted on its first line, ending on a line that ends in two
+    # spaces (a message of several lines, such as its report of an edit it could not apply,
+    # quotes its first line only)
+    while begin < end and session[begin].startswith(">"):
+        while begin < end and not session[begin].endswith("  "):
+            begin += 1
+        begin += 1
+    # then the blank line aider writes before a reply
     while begin < end and session[begin].strip():
         begin += 1
     text = "\n".join(session[begin:end]).strip()
