@@ -63,7 +63,7 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
     seconds, not minutes; tests/ check that real runs write the same shapes.
     """
     from brigade.core.taxonomy import cell_score, classify_grades
-    from brigade.front.session import Options, open_session
+    from brigade.engine.session import Options, open_session
     from brigade.outdir import store
     from brigade.outdir.planfile import write_plan
     from brigade.run.graders import run_graders

@@ -142,14 +142,12 @@ def test_a_no_op_resume_builds_no_scheduler(project: Project) -> None:
     script = f"""
 import sys
 from pathlib import Path
-from brigade.front.session import Options, open_session
-from brigade.front.tasks import namespace, run_info
+from brigade.engine.session import Options, open_session
+from brigade.engine.engine import Engine
 options = Options(manifest=Path({str(project.manifest)!r}), roster=Path({str(project.roster)!r}),
                   out=Path({str(project.out)!r}), workspace=Path({str(project.workspace)!r}))
-session = open_session(options)
-info = run_info(session)
-namespace(session, info)
-print(info.scheduler, "brigade.run.schedule" in sys.modules)
+engine = Engine(open_session(options))
+print(engine.scheduler, "brigade.run.schedule" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert (done.stdout, done.stderr) == ("None False\n", "")

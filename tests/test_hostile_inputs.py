@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from reliability import refusal_lines
 
 from brigade.core.terminal import printable
+from brigade.engine.session import Options, plan_only
 from brigade.errors import BrigadeError
-from brigade.front.session import Options, plan_only
 
 # ---------------------------------------------------------------------------------------
 # 3: any manifest or roster either loads or is refused, one line per problem naming the file;

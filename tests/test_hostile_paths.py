@@ -17,8 +17,8 @@ import pytest
 from conftest import Project
 from reliability import ANSWER_ID, GRADERS, launched, load_json, one_line, tree_snapshot
 
+from brigade.engine.session import load_inputs
 from brigade.errors import BrigadeError
-from brigade.front.session import load_inputs
 from brigade.outdir import store
 
 # ---------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from brigade import __version__
+from brigade.engine.session import Options, plan_only
 from brigade.front.cli import build_parser
-from brigade.front.session import Options, plan_only
 
 # manifests written for the original `brigade model trial` command, kept verbatim
 COMPAT = Path(__file__).resolve().parent / "data" / "compat"

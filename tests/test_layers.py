@@ -15,7 +15,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "brigade"
 
 # lowest first; a module may import its own layer and the ones before it
-LAYERS = ("errors", "core", "fs", "adapters", "inputs", "outdir", "run", "report", "front", "dodo")
+LAYERS = (
+    "errors",
+    "core",
+    "fs",
+    "adapters",
+    "inputs",
+    "outdir",
+    "run",
+    "report",
+    "engine",
+    "front",
+    "dodo",
+)
 # the package itself (its version) and its top-level leaf modules
 SHARED = {"brigade"}
 # the pure core: values in, values out
@@ -274,6 +286,17 @@ def test_doit_only_through_its_public_api(name: str) -> None:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("doit"):
             for alias in node.names:
                 assert not alias.name.startswith("_"), f"{name}:{node.lineno} imports {alias.name}"
+
+
+# the layers that know nothing of doit: the run engine is a plain library object, and the
+# doit tasks and reporter above it (front/) are an adapter over it
+WITHOUT_DOIT = LAYERS[: LAYERS.index("engine") + 1]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in modules() if layer_of(n) in WITHOUT_DOIT))
+def test_the_engine_and_below_import_no_doit(name: str) -> None:
+    for target, line in imports(modules()[name]):
+        assert target.split(".")[0] != "doit", f"{name}:{line} imports {target}"
 
 
 def test_the_checks_see_what_they_are_about(tmp_path: Path) -> None:

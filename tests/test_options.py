@@ -1,4 +1,4 @@
-"""front/options.py: each option declared once; `brigade run`'s flags and doit's variables
+"""engine/options.py: each option declared once; `brigade run`'s flags and doit's variables
 come from the one table, and every value is checked in one place."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 
 from brigade.core.selection import CellFilter
-from brigade.errors import BrigadeError, InputError
-from brigade.front import cli
-from brigade.front.options import (
+from brigade.engine.options import (
     DOIT_VARIABLES,
     OPTIONS,
     Options,
@@ -19,6 +17,8 @@ from brigade.front.options import (
     from_arguments,
     from_variables,
 )
+from brigade.errors import BrigadeError, InputError
+from brigade.front import cli
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,7 @@ from collections import Counter
 
 from conftest import DODO, Project, wait_for
 
-from brigade.front.progress import Progress, duration
+from brigade.engine.progress import Progress, duration
 
 # a duration as progress prints one: `3.1 s`, `1m05s`, `2h03m`
 TIME = re.compile(r"\b\d+\.\d s\b|\b\d+m\d\ds\b|\b\d+h\d\dm\b")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import FAKE_CLI, Project
@@ -270,3 +272,30 @@ def test_doit_targets_plan_one_cell_or_the_summary(project: Project) -> None:
     again = project.doit("jobs=2")
     assert again.returncode == 0, again.stderr
     assert project.launches() == 4
+
+
+def test_brigade_run_runs_without_doit(project: Project) -> None:
+    """`brigade run` is the run engine called directly: doit is never imported, and the
+    output directory gets no doit DB; plain doit over the same battery then finds every
+    cell finished and runs none again."""
+    project.write_manifest([{"id": "a", "prompt": "answer: hi"}, {"id": "b", "prompt": "x"}])
+    script = (
+        "import sys\n"
+        "from brigade.front import cli\n"
+        f"code = cli.main({project.run_args()!r})\n"
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] == 'doit'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=project.env(),
+        cwd=project.workspace,
+        timeout=120,
+    )
+    assert done.stdout == "0 []\n", done.stderr
+    assert not (project.out / ".doit.db").exists()
+    assert set(project.states().values()) == {"unscored"}
+    again = project.doit()
+    assert again.returncode == 0, again.stderr
+    assert project.launches() == 2

@@ -10,8 +10,8 @@ from conftest import BATTERY_STATES, Project
 
 from brigade.adapters.base import SeatRequest
 from brigade.core.plan import Cell
+from brigade.engine.session import Options, Session, open_session
 from brigade.errors import TamperedOutput
-from brigade.front.session import Options, Session, open_session
 from brigade.inputs import schemas
 from brigade.outdir import store
 from brigade.outdir.planfile import write_plan

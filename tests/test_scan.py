@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import BATTERY, Project
 
-from brigade.front.session import Options, plan_only
+from brigade.engine.session import Options, plan_only
 from brigade.outdir import caches, store
 from brigade.outdir.scan import Scan, read_receipt_indexed, scan
 

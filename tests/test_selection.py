@@ -1,4 +1,4 @@
-"""core/selection.py and front/names.py: choosing cells by case, seat, trial, coordinate and
+"""core/selection.py and engine/names.py: choosing cells by case, seat, trial, coordinate and
 doit task name; every name that chooses nothing is refused with the closest names."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from brigade.core.plan import Cell
 from brigade.core.selection import CellFilter, cells_at, closest, did_you_mean, filter_cells
 from brigade.core.specs import SeatSpec
+from brigade.engine import names
 from brigade.errors import InputError
-from brigade.front import names
 
 
 def cells_of(cases: list[str], seats: list[str], trials: int = 2) -> list[Cell]:

@@ -1,4 +1,4 @@
-"""front/session.py: loading, planning against disk, and the session both front doors share
+"""engine/session.py: loading, planning against disk, and the session both front doors share
 (the scan itself: test_scan)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from conftest import BATTERY_STATES, Project
 
 from brigade.core.receipts import ReceiptView
 from brigade.core.specs import ExecutorSpec
+from brigade.engine import session as sessions
+from brigade.engine.session import Options, Session, open_session
 from brigade.errors import InputError
-from brigade.front import session as sessions
-from brigade.front.session import Options, Session, open_session
 
 
 def options_of(project: Project, **extra: object) -> Options:

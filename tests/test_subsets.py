@@ -13,7 +13,7 @@ import pytest
 from conftest import DODO, Project, wait_for
 from test_progress import masked
 
-from brigade.front.names import cell_task_name
+from brigade.engine.names import cell_task_name
 from brigade.front.tasks import DOIT_VARIABLES
 
 WARNING = (

@@ -12,9 +12,12 @@ import pytest
 from conftest import BATTERY_STATES, Project
 from doit.exceptions import TaskFailed
 
+from brigade.engine.engine import Engine
+from brigade.engine.selection import Selection
+from brigade.engine.selection import select as select_cells
+from brigade.engine.session import Options, Session, open_session
 from brigade.errors import BrigadeError, InputError
 from brigade.front import tasks
-from brigade.front.session import Options, Session, open_session
 from brigade.outdir import lock
 
 
@@ -31,11 +34,11 @@ def session_of(project: Project, **options: object) -> Session:
     return session
 
 
-def coordinates(chosen: tasks.Selection) -> list[str]:
+def coordinates(chosen: Selection) -> list[str]:
     return [task.cell.coordinate for task in chosen.own]
 
 
-def select(session: Session, **overrides: object) -> tasks.Selection:
+def select(session: Session, **overrides: object) -> Selection:
     arguments: dict[str, object] = {
         "always": False,
         "share": True,
@@ -43,7 +46,7 @@ def select(session: Session, **overrides: object) -> tasks.Selection:
         "receipts_changed": session.scan.changed,
     }
     arguments.update(overrides)
-    return tasks.select(session.plan, session.scan.recorded, session.scan.actions, **arguments)  # type: ignore[arg-type]
+    return select_cells(session.plan, session.scan.recorded, session.scan.actions, **arguments)  # type: ignore[arg-type]
 
 
 def test_a_fresh_plan_gives_every_cell_its_own_task(battery: Project) -> None:
@@ -100,7 +103,7 @@ def test_a_grader_error_cell_gets_a_grade_task(finished_battery: Project) -> Non
     chosen = select(session)
     assert [cell.coordinate for cell in chosen.regrade] == ["ok:agent:1"]
     assert coordinates(chosen) == ["ok:agent:1"]
-    grade = list(tasks.grade_tasks(chosen, session.ctx))
+    grade = list(tasks.grade_tasks(chosen, Engine(session)))
     assert [task.get("name") for task in grade] == [None, "ok:agent:1"]
 
 

@@ -18,15 +18,15 @@ from brigade.core.plan import Plan, expand
 from brigade.core.receipts import views_of
 from brigade.core.taxonomy import COUNT_KEYS, EXIT_MEASUREMENT, EXIT_REJECTED, GRADEABLE
 from brigade.core.terminal import printable
+from brigade.engine.options import OPTIONS, Options, add_arguments, from_arguments
+from brigade.engine.session import grader_warnings, load_inputs, plan_only
 from brigade.errors import BrigadeError, EnvironmentProblem, InputError
-from brigade.front.options import OPTIONS, Options, add_arguments, from_arguments
-from brigade.front.session import grader_warnings, load_inputs, lock_output, plan_only
 from brigade.outdir import lock, store
 from brigade.outdir.results import current_receipts, load_plan, summarize
 from brigade.run import proc
 
 Handler = Callable[[argparse.Namespace], int]
-# `brigade run`'s options (front/options declares them; --roster comes with the manifest)
+# `brigade run`'s options (engine/options declares them; --roster comes with the manifest)
 RUN_OPTIONS = tuple(
     option.field
     for option in OPTIONS
@@ -108,7 +108,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Bring every cell up to date through doit (the same tasks `doit` runs).
+    """Bring every cell up to date (the run engine that doit's tasks drive too).
 
     Finished cells are skipped, crashed ones re-run as new attempts, grader
     faults are re-graded from stored output. Exit 0: only accepted/unscored;
@@ -118,34 +118,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     With --executor dask the seats run on a Dask cluster's workers (docs/scale-out.md).
     """
     options = from_arguments(args, manifest=args.manifest)
-    return run_through_doit(options)
+    from brigade.engine.engine import run
 
-
-def run_through_doit(options: Options) -> int:
-    """Open a session (under the output directory's lock) and run its tasks through doit."""
-    from doit.cmd_base import ModuleTaskLoader
-    from doit.doit_cmd import DoitMain
-
-    from brigade.front.reporter import CACHE_PLUGINS
-    from brigade.front.session import open_session
-    from brigade.front.tasks import choose, namespace, run_info
-
-    inputs = load_inputs(options.manifest, options.roster, options.workspace)
-    # hold the lock before scanning, so the scan sees a quiet output directory
-    lock_output(options, inputs[0])
-    session = open_session(options, inputs)
-    choice = choose(session)
-    info = run_info(session)
-    doit_args = ["run"] + (["-n", str(options.jobs)] if options.jobs > 1 else [])
-    try:
-        code = DoitMain(
-            ModuleTaskLoader(namespace(session, info, choice=choice)),
-            config_filenames=(),
-            extra_config=CACHE_PLUGINS,
-        ).run(doit_args)
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    return int(code)
+    return run(options)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -211,7 +186,9 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         workspace=Path(context["workspace"]) if "workspace" in context else None,
         rerun=tuple(args.cells),
     )
-    return run_through_doit(options)
+    from brigade.engine.engine import run
+
+    return run(options)
 
 
 def _output_dir(value: Path | None) -> Path:
@@ -248,7 +225,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     the command exits 3).
     """
     from brigade.core.plan import judges_of
-    from brigade.front.session import (
+    from brigade.engine.session import (
         check_max_cost,
         regrade_budget,
         regrade_context,

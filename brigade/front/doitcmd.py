@@ -39,8 +39,8 @@ from doit.doit_cmd import DoitMain
 
 from brigade.core.taxonomy import EXIT_UNUSABLE
 from brigade.core.terminal import printable
+from brigade.engine.names import cell_task_name
 from brigade.front import tasks
-from brigade.front.names import cell_task_name
 from brigade.front.reporter import CACHE_PLUGINS, make_reporter
 from brigade.outdir import forgotten, lock
 
@@ -178,7 +178,9 @@ class Run(_BadOptionsExit2, DoitRun):
         loaded = getattr(self.loader, "loaded", None)
         if isinstance(reporter, str) and loaded is not None and reporter in self.reporters:
             # `-r NAME`: that reporter reports as it does, from inside brigade's
-            reporter = make_reporter(loaded.info, inner=self.reporters[reporter])
+            reporter = make_reporter(
+                loaded.engine, inner=self.reporters[reporter], fresh_db=loaded.fresh_db
+            )
         return super()._execute(
             outfile,
             verbosity=verbosity,
@@ -213,7 +215,7 @@ class Forget(_BadOptionsExit2, DoitForget):
         loaded = getattr(self.loader, "loaded", None)
         if loaded is None:  # (another loader than brigade's: doit's own forget)
             return super()._execute(forget_sub, forget_disable_default, forget_all)
-        cells = loaded.choice.by_names
+        cells = loaded.engine.choice.by_names
         session = loaded.session
         if cells:
             forgotten.record(session.out, cells, session.scan.recorded)

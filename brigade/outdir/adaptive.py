@@ -2,7 +2,7 @@
 receipts of its cells (trial 1 up to the rule's `max`) and decided by core/sequential.
 
 `trial_counts` runs before the plan is built (the plan holds the trials the rule asked for so
-far) and again after every round of a run (`front/session.next_round`): the output directory is
+far) and again after every round of a run (`engine/session.next_round`): the output directory is
 the truth, so a later run with a larger `max` goes on where the last one stopped.
 """
 

@@ -45,7 +45,7 @@ class NoSuchTask(InputError):
 
 @dataclass(frozen=True)
 class Named:
-    """What task names on a doit command line choose."""
+    """What the task names of a doit command line choose (engine/names resolves them)."""
 
     # the cells they name or match, in plan order; None when no name is about cells
     cells: tuple[Cell, ...] | None

@@ -400,7 +400,7 @@ def from_variables(
 
 
 def _refuse_unknown(variables: Mapping[str, str]) -> None:
-    from brigade.front import names
+    from brigade.engine import names
 
     unknown = sorted(set(variables) - set(DOIT_VARIABLES))
     for name in unknown:

@@ -23,18 +23,16 @@ from brigade.core.specs import (
     ExecutorSpec,
     Manifest,
     Roster,
-    SeatSpec,
 )
 from brigade.core.terminal import printable
+from brigade.engine.options import Options, check_value
 from brigade.errors import InputError
-from brigade.front.options import Options, check_value
 from brigade.inputs import loading
 from brigade.outdir import lock, store
 from brigade.outdir.adaptive import trial_counts
 from brigade.outdir.planfile import plan_against_disk, write_plan
 from brigade.outdir.scan import Scan, scan
 from brigade.run import graders
-from brigade.run.doctor import confinement_notes, refuse_required
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
 
 if TYPE_CHECKING:
@@ -43,9 +41,10 @@ if TYPE_CHECKING:
     from brigade.run.schedule import Scheduler
 
 
-@dataclass
+@dataclass(frozen=True)
 class Session:
-    """Everything known at load time about bringing a plan up to date."""
+    """Everything known at load time about bringing a plan up to date: the inputs, the plan,
+    the scan of the output directory (frozen: what a run accumulates is its engine's)."""
 
     options: Options
     manifest: Manifest
@@ -61,13 +60,8 @@ class Session:
     plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
     resumed: bool = False  # the output directory held a plan before
     stale_changed: bool = False  # the stale cells differ from those plan.json lists
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
-    launching: dict[str, SeatSpec] = field(default_factory=dict)  # seats with a cell to run
-    # the judge seats of the cells this run grades (run, reuse or regrade): refused up
-    # front, as seats are, when their sandbox is required and cannot run here
-    judging: dict[str, SeatSpec] = field(default_factory=dict)
-    cluster: DaskExecutor | None = None  # the dask executor, when seats run on a cluster
     # adaptive trials: the trials each adaptive case's seat has in the plan (None: none)
     counts: Counts | None = None
 
@@ -295,7 +289,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         budget=spending_cap(options.max_cost, manifest, roster),
         secret_env=plan.secret_env,
     )
-    session = Session(
+    return Session(
         options=options,
         manifest=manifest,
         roster=roster,
@@ -310,34 +304,10 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         plan_is_current=on_disk.current and on_disk.indexed,
         resumed=on_disk.resumed,
         stale_changed=on_disk.stale_changed,
-        warnings=grader_warnings(manifest, roster),
+        warnings=tuple(grader_warnings(manifest, roster)),
         executor=executor,
         counts=counts,
-        launching={
-            cell.seat.name: cell.seat
-            for cell in plan.cells
-            if scanned.actions[cell.cell_id] == "run"
-        },
     )
-    if executor.kind == "dask" and executor.scheduler:
-        from brigade.run.cluster import DaskExecutor
-
-        to_run = {
-            cell.seat.name: cell.seat
-            for cell in plan.cells
-            if options.always or scanned.actions[cell.cell_id] == "run"
-        }
-        session.cluster = DaskExecutor(
-            executor.scheduler,
-            out,
-            workspace,
-            to_run,
-            manifest.execution_mode == "writable-worktree",
-            sandbox=options.sandbox,
-            ctx=ctx,
-            shared=any(case.workspace is None for case in manifest.cases),
-        )
-    return session
 
 
 def remove_worktree_leftovers(out: Path) -> None:
@@ -352,12 +322,13 @@ def remove_worktree_leftovers(out: Path) -> None:
         )
 
 
-def next_round(session: Session) -> list[Cell]:
+def next_round(session: Session) -> tuple[Session, list[Cell]]:
     """Adaptive trials, after a round of a run: the trials the rules ask for now, read from
-    the receipts on disk; when the plan grows, plan.json is written again and the session
-    holds the new plan. Returns the cells the new plan adds (none: every case stopped)."""
+    the receipts on disk; when the plan grows, plan.json is written again. Returns the
+    session of the plan as it is now and the cells the new plan adds (none: every case
+    stopped)."""
     if session.counts is None:
-        return []
+        return session, []
     options, manifest = session.options, session.manifest
     counts = trial_counts(
         session.out,
@@ -367,7 +338,7 @@ def next_round(session: Session) -> list[Cell]:
         retry_transient=options.retry_transient,
     )
     if counts is None or counts == session.counts:
-        return []
+        return session, []
     context = _context(options, session.roster_label, session.workspace)
     on_disk = plan_against_disk(
         manifest, session.roster, session.roster_label, session.out, context, counts=counts
@@ -375,17 +346,20 @@ def next_round(session: Session) -> list[Cell]:
     before = {cell.cell_id for cell in session.plan.cells}
     added = [cell for cell in on_disk.plan.cells if cell.cell_id not in before]
     write_plan(session.out, on_disk.plan, on_disk.key, on_disk.inputs)
-    session.plan = on_disk.plan
-    session.plan_key = on_disk.key
-    session.plan_inputs = on_disk.inputs
-    session.plan_is_current = True
-    session.counts = counts
-    return added
+    grown = dataclasses.replace(
+        session,
+        plan=on_disk.plan,
+        plan_key=on_disk.key,
+        plan_inputs=on_disk.inputs,
+        plan_is_current=True,
+        counts=counts,
+    )
+    return grown, added
 
 
 def check_max_cost(value: float | None) -> None:
     """Refuse a --max-cost that is not a number of dollars above 0 (exit 2; the check of
-    front/options' table)."""
+    engine/options' table)."""
     check_value("max_cost", value)
 
 
@@ -422,7 +396,7 @@ def spending_cap(
     return Budget(cap)
 
 
-def build_scheduler(session: Session) -> Scheduler:
+def build_scheduler(session: Session, cluster: DaskExecutor | None = None) -> Scheduler:
     """The scheduler of a run whose cells must run: caps from the roster and -n, seat runs
     in threads here, or submitted to the Dask cluster (with no overall cap: the workers'
     resources are the cap there)."""
@@ -431,7 +405,6 @@ def build_scheduler(session: Session) -> Scheduler:
     ctx = session.ctx
     seats = [session.roster.seats[name] for name in session.manifest.seats]
     policies = {seat.name: session.options.retry_policy(seat) for seat in seats}
-    cluster = session.cluster
     executor: Executor
     if cluster is None:
         limits = limits_for(seats, session.roster.limits, session.options.jobs)
@@ -460,27 +433,6 @@ def build_scheduler(session: Session) -> Scheduler:
     if ctx.budget is not None:
         ctx.budget.attach(scheduler)  # seat runs start only when the budget admits them
     return scheduler
-
-
-def confinement_check(session: Session) -> list[str]:
-    """Before anything runs: how the seats about to launch are confined (one line a warning).
-
-    Nothing is probed when no seat will launch (a no-op resume); a seat whose
-    sandbox is required but cannot run here refuses the run (EnvironmentProblem).
-    """
-    override = session.options.sandbox
-    # a judge seat runs here, wherever the seats run, when its cell is graded
-    refuse_required(session.judging.values(), override=override, what="judge seat")
-    seats = list(session.launching.values())  # (the tasks set them: a subset's, forced ones)
-    if not seats:
-        return []
-    return confinement_notes(
-        seats,
-        session.workspace,
-        read_only=session.manifest.execution_mode == "read-only",
-        override=override,
-        local=session.executor.kind == "local",
-    )
 
 
 def _context(options: Options, roster_label: str, workspace: Path) -> dict[str, str]:
