@@ -43,7 +43,7 @@ def test_a_json_document_stays_valid_and_reads_the_same() -> None:
 # the streams brigade writes its lines to (the user's terminal)
 TERMINAL_STREAMS = {"sys.stderr", "sys.stdout", "self.err", "self.stream", "self.outstream"}
 # the layers whose code runs in brigade's own process (adapters run inside seats)
-PRINTING_LAYERS = ("front", "report", "outdir", "run")
+PRINTING_LAYERS = ("front", "engine", "report", "outdir", "run")
 # the helpers that are printable's callers themselves
 HELPERS = {("front/cli.py", "say"), ("front/cli.py", "say_json")}
 
