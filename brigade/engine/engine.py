@@ -533,9 +533,13 @@ class Engine:
         ]
         for worker in workers:
             worker.start()
-        for worker in workers:
-            while worker.is_alive():  # (a signal reaches the main thread while it waits)
-                worker.join(WAKE_SECONDS)
+        try:
+            for worker in workers:
+                while worker.is_alive():  # (a signal reaches the main thread while it waits)
+                    worker.join(WAKE_SECONDS)
+        except BaseException:
+            failed.set()  # interrupted: no worker takes another step
+            raise
         return not failed.is_set()
 
     def _setup_for(self, cell: Cell) -> bool:

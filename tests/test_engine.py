@@ -1,0 +1,85 @@
+"""engine/engine.py: the run engine as a library object, in process (end to end, through
+`brigade run` and doit: test_run, test_subsets, test_signals, test_progress, ...)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import BATTERY_STATES, Project
+
+from brigade.core.selection import CellFilter
+from brigade.engine.engine import Engine, locked
+from brigade.engine.session import Options, Session, open_session
+from brigade.errors import InputError
+from brigade.outdir import lock
+
+
+def opened(project: Project, **extra: object) -> Session:
+    return open_session(
+        Options(
+            manifest=project.manifest,
+            roster=project.roster,
+            out=project.out,
+            workspace=project.workspace,
+            **extra,  # type: ignore[arg-type]
+        )
+    )
+
+
+def test_a_session_is_frozen(battery: Project) -> None:
+    session = opened(battery)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        session.plan_is_current = True  # type: ignore[misc]
+
+
+def test_a_run_in_process_ends_with_its_exit_code_and_lets_go(finished_battery: Project) -> None:
+    """A resumed run with nothing to do: the final line, the exit code of the whole plan
+    (a measurement failure: the battery has an adapter_error cell), the lock let go and
+    the signal handlers put back."""
+    before = signal.getsignal(signal.SIGINT)
+    stream = io.StringIO()
+    engine = Engine(opened(finished_battery), stream=stream)
+    assert engine.scheduler is None  # nothing may run: no scheduler is built
+    assert engine.run() == 3
+    assert engine.exit_code == 3
+    final, note = stream.getvalue().splitlines()
+    assert final.startswith("brigade: 5 cells: ") and "(exit 3)" in final, final
+    assert note == (
+        "brigade: 1 cell with apparatus faults kept; re-run it with --retry-transient "
+        "(doit: retry_transient=1)"
+    )
+    assert not lock.held(finished_battery.out)
+    assert signal.getsignal(signal.SIGINT) is before
+    assert finished_battery.states() == BATTERY_STATES
+
+
+def test_the_engine_counts_a_subset_alone(finished_battery: Project) -> None:
+    """A subset's final line and exit code come from its own receipts."""
+    stream = io.StringIO()
+    engine = Engine(opened(finished_battery, cells=CellFilter(cases=("ok",))), stream=stream)
+    assert engine.total == 1
+    assert engine.run() == 0
+    assert stream.getvalue().splitlines()[-1].startswith("brigade: 1 of 5 cells (subset: "), (
+        stream.getvalue()
+    )
+
+
+def test_locked_lets_a_refused_run_leave_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "out"
+    with pytest.raises(InputError), locked(out, wait=False):
+        assert lock.held(out)
+        raise InputError("refused")
+    assert not lock.held(out)
+    assert not (tmp_path / "new").exists()  # the folders taking the lock made are gone
+
+
+def test_locked_keeps_what_a_run_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with locked(out, wait=False):
+        (out / "plan.json").write_text("{}")
+    assert not lock.held(out)
+    assert (out / "plan.json").exists()
