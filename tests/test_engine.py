@@ -15,7 +15,7 @@ from brigade.core.selection import CellFilter
 from brigade.engine.engine import Engine, locked
 from brigade.engine.session import Options, Session, open_session
 from brigade.errors import InputError
-from brigade.outdir import lock
+from brigade.outdir import lock, store
 
 
 def opened(project: Project, **extra: object) -> Session:
@@ -83,3 +83,22 @@ def test_locked_keeps_what_a_run_wrote(tmp_path: Path) -> None:
         (out / "plan.json").write_text("{}")
     assert not lock.held(out)
     assert (out / "plan.json").exists()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_refused_step_stops_the_run_with_exit_2(finished_battery: Project, jobs: int) -> None:
+    """A graded cell's stored output edited: its regrade step refuses the run (one line,
+    exit 2), one step at a time or several at once; no receipt and no summary changes."""
+    receipt = finished_battery.receipt("ok:agent:1")
+    final = store.run_dir(finished_battery.out, receipt["cell_id"], receipt["attempt"])
+    (final / "final.txt").write_text("forged\n")
+    receipts = {p: p.read_bytes() for p in finished_battery.out.glob("cells/**/cell.json")}
+    summary = (finished_battery.out / "summary.json").read_bytes()
+    stream = io.StringIO()
+    engine = Engine(opened(finished_battery, jobs=jobs), stream=stream)
+    assert engine.run() == 2
+    lines = stream.getvalue().splitlines()
+    assert any("output digest mismatch" in line for line in lines), lines
+    assert not engine.summary_ran
+    assert {p: p.read_bytes() for p in finished_battery.out.glob("cells/**/cell.json")} == receipts
+    assert (finished_battery.out / "summary.json").read_bytes() == summary
