@@ -70,10 +70,10 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
     from brigade.run.runner import grade_context, running_receipt
 
     session = open_session(Options(manifest=manifest, roster=roster, out=out, workspace=workspace))
-    write_plan(out, session.plan, session.plan_key)
+    write_plan(out, session.planned.plan, session.planned.key)
     now = "2026-01-01T00:00:00.000Z"
     final = b"hello\n"
-    for cell in session.plan.cells:
+    for cell in session.planned.plan.cells:
         run_dir = store.run_dir(out, cell.cell_id, 1)
         run_dir.mkdir(parents=True)
         (run_dir / "final.txt").write_bytes(final)
@@ -131,7 +131,7 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
         data = store.dumps(receipt)
         (run_dir.parent / "cell.json").write_bytes(data)
         (store.cell_dir(out, cell.cell_id) / "cell.json").write_bytes(data)
-    return len(session.plan.cells)
+    return len(session.planned.plan.cells)
 
 
 @functools.cache

@@ -33,7 +33,7 @@ def opened(project: Project, **extra: object) -> Session:
 def test_a_session_is_frozen(battery: Project) -> None:
     session = opened(battery)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        session.plan_is_current = True  # type: ignore[misc]
+        session.planned.written = True  # type: ignore[misc]
 
 
 def test_a_run_in_process_ends_with_its_exit_code_and_lets_go(finished_battery: Project) -> None:

@@ -31,7 +31,7 @@ def opened(project: Project, **extra: object) -> Session:
 
 
 def cell_at(session: Session, coordinate: str) -> Cell:
-    return next(cell for cell in session.plan.cells if cell.coordinate == coordinate)
+    return next(cell for cell in session.planned.plan.cells if cell.coordinate == coordinate)
 
 
 def test_bringing_cells_up_to_date_in_process(
@@ -39,8 +39,8 @@ def test_bringing_cells_up_to_date_in_process(
 ) -> None:
     monkeypatch.setenv("FAKE_AGENT_LOG", str(battery.log))  # the seats count their launches
     session = opened(battery)
-    write_plan(session.out, session.plan, session.plan_key)
-    for cell in session.plan.cells:
+    write_plan(session.inputs.out, session.planned.plan, session.planned.key)
+    for cell in session.planned.plan.cells:
         assert runner.bring_up_to_date(session.ctx, cell) == "run"
     assert battery.states() == BATTERY_STATES
     # decided again from disk: finished cells are left alone

@@ -28,25 +28,26 @@ def opened(project: Project, **extra: object) -> Session:
 
 
 def actions(session: Session) -> dict[str, str]:
-    return {cell.coordinate: session.scan.actions[cell.cell_id] for cell in session.plan.cells}
+    cells = session.planned.plan.cells
+    return {cell.coordinate: session.scan.actions[cell.cell_id] for cell in cells}
 
 
 def test_a_new_output_directory_runs_every_cell(battery: Project) -> None:
     session = opened(battery)
     assert actions(session) == dict.fromkeys(BATTERY_STATES, "run")
     assert set(session.scan.recorded.values()) == {None}
-    assert (session.resumed, session.plan_is_current) == (False, False)
-    assert session.out == battery.out
+    assert (session.planned.resumed, session.planned.written) == (False, False)
+    assert session.inputs.out == battery.out
     assert not battery.out.exists()  # opening a session writes nothing
 
 
 def test_finished_cells_are_skipped_from_their_views(finished_battery: Project) -> None:
     session = opened(finished_battery)
     assert actions(session) == dict.fromkeys(BATTERY_STATES, "skip")
-    states = {c.coordinate: session.scan.recorded[c.cell_id] for c in session.plan.cells}
+    states = {c.coordinate: session.scan.recorded[c.cell_id] for c in session.planned.plan.cells}
     assert {k: v.state for k, v in states.items() if v is not None} == BATTERY_STATES
     assert all(type(view) is ReceiptView for view in states.values())
-    assert session.resumed and session.plan_is_current
+    assert session.planned.resumed and session.planned.written
 
 
 def test_plan_only_writes_nothing(battery: Project) -> None:

@@ -42,11 +42,12 @@ def select(session: Session, **overrides: object) -> Selection:
     arguments: dict[str, object] = {
         "always": False,
         "share": True,
-        "plan_is_current": session.plan_is_current,
+        "plan_is_current": session.planned.written,
         "receipts_changed": session.scan.changed,
     }
     arguments.update(overrides)
-    return select_cells(session.plan, session.scan.recorded, session.scan.actions, **arguments)  # type: ignore[arg-type]
+    scanned = session.scan
+    return select_cells(session.planned.plan, scanned.recorded, scanned.actions, **arguments)  # type: ignore[arg-type]
 
 
 def test_a_fresh_plan_gives_every_cell_its_own_task(battery: Project) -> None:
@@ -66,13 +67,13 @@ def test_a_run_collects_finished_cells_and_a_listing_shows_each(
     shared = select(session)
     assert shared.own == []
     assert shared.collected == Counter(BATTERY_STATES.values())
-    assert sorted(shared.unchanged) == sorted(c.cell_id for c in session.plan.cells)
+    assert sorted(shared.unchanged) == sorted(c.cell_id for c in session.planned.plan.cells)
     listed = select(session, share=False)
     assert coordinates(listed) == list(BATTERY_STATES)
     assert [task.action for task in listed.own] == ["skip"] * 5
     assert [task.state for task in listed.own] == list(BATTERY_STATES.values())
     assert listed.collected == Counter()
-    no = next(c.cell_id for c in session.plan.cells if c.coordinate == "no:agent:1")
+    no = next(c.cell_id for c in session.planned.plan.cells if c.coordinate == "no:agent:1")
     named = select(session, named=frozenset({no}))
     assert coordinates(named) == ["no:agent:1"]
     assert sum(named.collected.values()) == 4

@@ -155,7 +155,7 @@ class Engine:
         """Which cells of a choice get a step of their own (`listing`: every cell does)."""
         session = self.first
         return select(
-            session.plan,
+            session.planned.plan,
             session.scan.recorded,
             session.scan.actions,
             always=choice.always,
@@ -163,7 +163,7 @@ class Engine:
             named=frozenset(cell.cell_id for cell in choice.named),
             subset=choice.subset,
             forced=choice.forced,
-            plan_is_current=session.plan_is_current,
+            plan_is_current=session.planned.written,
             receipts_changed=session.scan.changed,
         )
 
@@ -189,14 +189,14 @@ class Engine:
             }
             graded = [t.cell for t in chosen.own if t.action != "skip"]
             self.judging = {
-                name: session.roster.seats[name]
+                name: session.inputs.roster.seats[name]
                 for name in judges_of(graded)
-                if name in session.roster.seats
+                if name in session.inputs.roster.seats
             }
         # the cases whose workspace this run needs (a cell of theirs runs or grades)
         self.needed = {task.cell.case_id for task in chosen.own if task.action != "skip"}
         self.subset = choice.subset
-        self.total = len(session.plan.cells) - chosen.outside
+        self.total = len(session.planned.plan.cells) - chosen.outside
         if choice.always:
             self.kept_faults = 0
         elif choice.subset is not None or choice.forced:  # only the cells this run leaves
@@ -209,24 +209,25 @@ class Engine:
                 and kept_fault(session.scan.recorded.get(cell_id))
             )
         else:
-            self.kept_faults = 0 if session.options.always else session.scan.kept_faults
+            self.kept_faults = 0 if session.inputs.options.always else session.scan.kept_faults
 
     @property
     def plan(self) -> Plan:
         """The plan as the run has it now (adaptive rounds add cells)."""
-        return self.session.plan
+        return self.session.planned.plan
 
     @property
     def out(self) -> Path:
         """The output directory."""
-        return self.first.out
+        return self.first.inputs.out
 
     def notes(self) -> list[str]:
         """What the run says before it starts: the graders' problems, the stale cells."""
         session = self.first
-        notes = list(session.warnings)
-        stale = len(session.plan.stale_cells)
-        if stale and session.resumed and session.stale_changed:  # said once, when it changes
+        notes = list(session.inputs.warnings)
+        planned = session.planned
+        stale = len(planned.plan.stale_cells)
+        if stale and planned.resumed and planned.stale_changed:  # said once, when it changes
             notes.append(
                 f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier manifest "
                 "(kept on disk, not counted; listed in plan.json stale_cells; brigade prune "
@@ -241,7 +242,7 @@ class Engine:
         if self.cluster is not None:
             return
         seats = {t.cell.seat.name: t.cell.seat for t in self.chosen.own if t.action == "run"}
-        missing = missing_programs(seats.values(), self.first.workspace)
+        missing = missing_programs(seats.values(), self.first.inputs.workspace)
         if missing:
             listed = "; ".join(f"seat {seat} needs {program!r}" for seat, program in missing)
             raise EnvironmentProblem(
@@ -253,7 +254,7 @@ class Engine:
         """Before anything is written: a required sandbox that cannot run refuses the run
         (EnvironmentProblem); nothing is probed when no seat will launch. The warnings of
         seats left unconfined come with each seat's first launch (`launch_notes`)."""
-        override = self.first.options.sandbox
+        override = self.first.inputs.options.sandbox
         # a judge seat runs here, wherever the seats run, when its cell is graded
         refuse_required(self.judging.values(), override=override, what="judge seat")
         if self.launching:
@@ -263,10 +264,10 @@ class Engine:
         session = self.first
         return confinement_notes(
             seats,
-            session.workspace,
-            read_only=session.manifest.execution_mode == "read-only",
-            override=session.options.sandbox,
-            local=session.executor.kind == "local",
+            session.inputs.workspace,
+            read_only=session.inputs.manifest.execution_mode == "read-only",
+            override=session.inputs.options.sandbox,
+            local=session.inputs.executor.kind == "local",
         )
 
     def launch_notes(self, cell: Cell) -> list[str]:
@@ -285,7 +286,7 @@ class Engine:
         and the cluster checked, signal handlers, the first progress lines. False: refused
         (the reasons are in `refused`; `end` says them)."""
         self.started = True
-        options = self.first.options
+        options = self.first.inputs.options
         tty = self.stream.isatty()
         self.progress = Progress(
             self.stream, total=self.total, tty=tty, quiet=options.quiet, rate=options.progress_rate
@@ -313,7 +314,7 @@ class Engine:
         self.progress.begin(
             done=self.done_at_start,
             to_run=self.total - self.done_at_start,
-            resumed=self.first.resumed,
+            resumed=self.first.planned.resumed,
         )
         return True
 
@@ -334,12 +335,14 @@ class Engine:
 
     def plan_current(self) -> bool:
         """Whether plan.json and its index already hold this plan (nothing to write)."""
-        return self.first.plan_is_current and not self.first.options.always
+        return self.first.planned.written and not self.first.inputs.options.always
 
     def write_plan(self) -> None:
         """Write plan.json and its index for the current manifest."""
         session = self.first
-        write_plan(session.out, session.plan, session.plan_key, session.plan_inputs)
+        write_plan(
+            session.inputs.out, session.planned.plan, session.planned.key, session.planned.inputs
+        )
 
     def setup_current(self, cell: Cell) -> bool:
         """Whether a case's workspace is built with its key (a failed setup too, unless
@@ -349,7 +352,7 @@ class Engine:
         world = cell.world()
         assert world is not None
         built = workspaces.state(self.out, world)
-        return built is not None and (built.ok or not self.first.options.retry_transient)
+        return built is not None and (built.ok or not self.first.inputs.options.retry_transient)
 
     def build_setup(self, cell: Cell) -> None:
         """Build the workspace of a cell's case (its files, its setup), saying what it did."""
@@ -395,7 +398,7 @@ class Engine:
         seat or trial gets the new cells it chooses."""
         from brigade.outdir.scan import reuse_index
 
-        choice, options = self.choice, self.first.options
+        choice, options = self.choice, self.first.inputs.options
         if self.session.counts is None or choice.named or choice.by_names or options.rerun:
             return False
         grown, added = next_round(self.session)
@@ -410,7 +413,7 @@ class Engine:
         if self.progress is not None:
             self.progress.total += len(added)
         if self._sources is None:  # seat runs of cells only their graders tell apart
-            current = {cell.cell_id for cell in grown.plan.cells}
+            current = {cell.cell_id for cell in grown.planned.plan.cells}
             self._sources = reuse_index(self.out, current, options.retry_transient)
         for cell in added:
             self.coordinates[cell.cell_id] = cell.coordinate
@@ -425,18 +428,18 @@ class Engine:
         of brigade's: exit 3), or None."""
         session = self.session
         finished = finish_run(
-            session.out,
-            session.plan,
-            session.workspace,
+            session.inputs.out,
+            session.planned.plan,
+            session.inputs.workspace,
             known=self.chosen.unchanged,
-            key=session.plan_key or None,
+            key=session.planned.key or None,
             untouched=self.chosen.untouched,
         )
         if finished.leaks:
             return f"export leak check failed: {leak_lines(finished.leaks)}"
         self.first.scan.save()
         if self.first.scan.forgotten_file:  # forgotten cells that ran are done
-            forgotten.settle(session.out)
+            forgotten.settle(session.inputs.out)
         self.summary_ran = True
         return None
 
@@ -495,7 +498,7 @@ class Engine:
             return
         tasks = self.chosen.own
         regrades = self.chosen.regrade
-        jobs = self.first.options.jobs
+        jobs = self.first.inputs.options.jobs
         if jobs > 1 and len(tasks) + len(regrades) > 1:
             ok = self._in_threads(jobs, tasks, regrades)
         else:
@@ -639,7 +642,7 @@ class Engine:
             return
         self._settled = True
         if self.progress is None:
-            options = self.first.options
+            options = self.first.inputs.options
             self.progress = Progress(
                 self.stream,
                 total=self.total,
@@ -791,26 +794,26 @@ _SETUP_LOCK = threading.Lock()
 
 def _cluster(session: Session) -> DaskExecutor | None:
     """The Dask executor of a session whose seats run on a cluster (None: they run here)."""
-    executor = session.executor
+    executor = session.inputs.executor
     if executor.kind != "dask" or not executor.scheduler:
         return None
     from brigade.run.cluster import DaskExecutor
 
-    options, scanned = session.options, session.scan
+    options, scanned = session.inputs.options, session.scan
     to_run = {
         cell.seat.name: cell.seat
-        for cell in session.plan.cells
+        for cell in session.planned.plan.cells
         if options.always or scanned.actions[cell.cell_id] == "run"
     }
     return DaskExecutor(
         executor.scheduler,
-        session.out,
-        session.workspace,
+        session.inputs.out,
+        session.inputs.workspace,
         to_run,
-        session.manifest.execution_mode == "writable-worktree",
+        session.inputs.manifest.execution_mode == "writable-worktree",
         sandbox=options.sandbox,
         ctx=session.ctx,
-        shared=any(case.workspace is None for case in session.manifest.cases),
+        shared=any(case.workspace is None for case in session.inputs.manifest.cases),
     )
 
 

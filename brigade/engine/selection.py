@@ -44,8 +44,8 @@ class Choice:
 def choose(session: Session, named: Named | None = None, *, always: bool | None = None) -> Choice:
     """The run's subset from the options (cases/seats/trials, rerun) and the task names on
     doit's command line, intersected; InputError when a name chooses nothing."""
-    options = session.options
-    cells = session.plan.cells
+    options = session.inputs.options
+    cells = session.planned.plan.cells
     groups: list[tuple[str, list[Cell]]] = []
     if options.cells:
         groups.append((options.cells.describe(), filter_cells(cells, options.cells)))

@@ -30,7 +30,7 @@ from brigade.errors import InputError
 from brigade.inputs import loading
 from brigade.outdir import lock, store
 from brigade.outdir.adaptive import trial_counts
-from brigade.outdir.planfile import plan_against_disk, write_plan
+from brigade.outdir.planfile import PlanOnDisk, plan_against_disk, write_plan
 from brigade.outdir.scan import Scan, scan
 from brigade.run import graders
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
@@ -42,26 +42,31 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Session:
-    """Everything known at load time about bringing a plan up to date: the inputs, the plan,
-    the scan of the output directory (frozen: what a run accumulates is its engine's)."""
+class Inputs:
+    """What a run was asked for and read: its options, the manifest and roster loaded, the
+    folders it works in and writes to, the executor, the graders' problems found."""
 
     options: Options
     manifest: Manifest
     roster: Roster
     roster_label: str
-    plan: Plan
-    out: Path
     workspace: Path
-    ctx: RunContext
-    scan: Scan  # what the output directory says about every cell (outdir/scan)
-    plan_key: str = ""
-    plan_inputs: str | None = None  # the expansion key recorded with the plan index
-    plan_is_current: bool = False  # plan.json and its index on disk already hold this plan
-    resumed: bool = False  # the output directory held a plan before
-    stale_changed: bool = False  # the stale cells differ from those plan.json lists
-    warnings: tuple[str, ...] = ()
+    out: Path
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Session:
+    """Everything known at load time about bringing a plan up to date, frozen: the inputs,
+    the plan (against the plan.json on disk), the scan of the output directory, and the
+    context every cell's run gets. What a run accumulates is its engine's (engine/engine);
+    an adaptive round makes a new session (`next_round`)."""
+
+    inputs: Inputs
+    planned: PlanOnDisk
+    scan: Scan  # what the output directory says about every cell (outdir/scan)
+    ctx: RunContext
     # adaptive trials: the trials each adaptive case's seat has in the plan (None: none)
     counts: Counts | None = None
 
@@ -289,25 +294,17 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         budget=spending_cap(options.max_cost, manifest, roster),
         secret_env=plan.secret_env,
     )
-    return Session(
+    inputs_ = Inputs(
         options=options,
         manifest=manifest,
         roster=roster,
         roster_label=label,
-        plan=plan,
-        out=out,
         workspace=workspace,
-        ctx=ctx,
-        scan=scanned,
-        plan_key=on_disk.key,
-        plan_inputs=on_disk.inputs,
-        plan_is_current=on_disk.current and on_disk.indexed,
-        resumed=on_disk.resumed,
-        stale_changed=on_disk.stale_changed,
-        warnings=tuple(grader_warnings(manifest, roster)),
+        out=out,
         executor=executor,
-        counts=counts,
+        warnings=tuple(grader_warnings(manifest, roster)),
     )
+    return Session(inputs=inputs_, planned=on_disk, scan=scanned, ctx=ctx, counts=counts)
 
 
 def remove_worktree_leftovers(out: Path) -> None:
@@ -329,31 +326,30 @@ def next_round(session: Session) -> tuple[Session, list[Cell]]:
     stopped)."""
     if session.counts is None:
         return session, []
-    options, manifest = session.options, session.manifest
+    options, manifest = session.inputs.options, session.inputs.manifest
     counts = trial_counts(
-        session.out,
+        session.inputs.out,
         manifest,
-        session.roster,
-        session.roster_label,
+        session.inputs.roster,
+        session.inputs.roster_label,
         retry_transient=options.retry_transient,
     )
     if counts is None or counts == session.counts:
         return session, []
-    context = _context(options, session.roster_label, session.workspace)
+    context = _context(options, session.inputs.roster_label, session.inputs.workspace)
     on_disk = plan_against_disk(
-        manifest, session.roster, session.roster_label, session.out, context, counts=counts
-    )
-    before = {cell.cell_id for cell in session.plan.cells}
-    added = [cell for cell in on_disk.plan.cells if cell.cell_id not in before]
-    write_plan(session.out, on_disk.plan, on_disk.key, on_disk.inputs)
-    grown = dataclasses.replace(
-        session,
-        plan=on_disk.plan,
-        plan_key=on_disk.key,
-        plan_inputs=on_disk.inputs,
-        plan_is_current=True,
+        manifest,
+        session.inputs.roster,
+        session.inputs.roster_label,
+        session.inputs.out,
+        context,
         counts=counts,
     )
+    before = {cell.cell_id for cell in session.planned.plan.cells}
+    added = [cell for cell in on_disk.plan.cells if cell.cell_id not in before]
+    write_plan(session.inputs.out, on_disk.plan, on_disk.key, on_disk.inputs)
+    written = dataclasses.replace(on_disk, current=True, indexed=True)
+    grown = dataclasses.replace(session, planned=written, counts=counts)
     return grown, added
 
 
@@ -403,14 +399,14 @@ def build_scheduler(session: Session, cluster: DaskExecutor | None = None) -> Sc
     from brigade.run.schedule import Done, Executor, Job, Scheduler, Threads, limits_for
 
     ctx = session.ctx
-    seats = [session.roster.seats[name] for name in session.manifest.seats]
-    policies = {seat.name: session.options.retry_policy(seat) for seat in seats}
+    seats = [session.inputs.roster.seats[name] for name in session.inputs.manifest.seats]
+    policies = {seat.name: session.inputs.options.retry_policy(seat) for seat in seats}
     executor: Executor
     if cluster is None:
-        limits = limits_for(seats, session.roster.limits, session.options.jobs)
+        limits = limits_for(seats, session.inputs.roster.limits, session.inputs.options.jobs)
         executor = Threads(lambda job: run_cell(ctx, job.cell, job.tries))
     else:
-        limits = limits_for(seats, session.roster.limits, None)
+        limits = limits_for(seats, session.inputs.roster.limits, None)
 
         class OnCluster:
             """The Dask executor: the `running` receipt written here, the seat run on a

@@ -218,8 +218,8 @@ class Forget(_BadOptionsExit2, DoitForget):
         cells = loaded.engine.choice.by_names
         session = loaded.session
         if cells:
-            forgotten.record(session.out, cells, session.scan.recorded)
-            where = session.out / forgotten.FORGOTTEN_FILE
+            forgotten.record(session.inputs.out, cells, session.scan.recorded)
+            where = session.inputs.out / forgotten.FORGOTTEN_FILE
             self.outstream.write(
                 printable(
                     f"brigade: {len(cells)} cell(s) forgotten: the next run that selects them "

@@ -161,7 +161,7 @@ def setup_tasks(engine: Engine, chosen: Selection, listing: bool) -> Iterator[di
     --retry-transient), or when no cell of the case needs it in this run."""
     yield {"basename": SETUP_GROUP, "name": None, "doc": setup_tasks.__doc__}
     needed = {task.cell.case_id for task in chosen.own if task.action != "skip"}
-    for case_id, cell in worlds(engine.first.plan).items():
+    for case_id, cell in worlds(engine.first.planned.plan).items():
         yield {
             "name": names.escape(case_id),
             "doc": f"build {case_id}'s workspace"
@@ -263,7 +263,7 @@ def namespace(
     engine = engine or Engine(session, choice, listing=listing, check=not late_names)
     wiring = Wiring(engine, listing, late_names)
     if late_names and engine.scheduler is not None:
-        engine.on_hand = _jobs_note(session.options.jobs)
+        engine.on_hand = _jobs_note(session.inputs.options.jobs)
 
     def prepare(tasks: Mapping[str, Any], selected: Sequence[str]) -> None:
         named = names_of_run(session, tasks, selected)
@@ -294,12 +294,12 @@ def namespace(
         later = create_after(executed="plan", target_regex=".*" if late_names else None)
         task_cell, task_grade = later(cells), create_after(executed="plan")(grades)
 
-    fresh_db = _fresh_db(session.out)
+    fresh_db = _fresh_db(session.inputs.out)
     generators: dict[str, Any] = {
         "DOIT_CONFIG": {
             # brigade's own doit runs register a guarded one (reporter.CacheDB)
             "backend": DOIT_BACKEND if late_names else CACHE_BACKEND,
-            "dep_file": dep_file(session.out),
+            "dep_file": dep_file(session.inputs.out),
             "reporter": make_reporter(
                 engine,
                 prepare=prepare if late_names else None,
@@ -348,7 +348,7 @@ def names_of_run(session: Session, tasks: Mapping[str, Any], selected: Sequence[
         else:
             words.append(name)
     return names.resolve(
-        words, session.plan.cells, other_tasks(session), command="run", patterns=False
+        words, session.planned.plan.cells, other_tasks(session), command="run", patterns=False
     )
 
 
@@ -382,12 +382,12 @@ JOBS_NOTE = (
 def other_tasks(session: Session) -> list[str]:
     """The task names besides the cells' own (for resolving names on the command line)."""
     found = ["plan", SETUP_GROUP, CELLS_GROUP, FINISHED_TASK, "grade", "summary"]
-    found.extend(setup_task_name(case_id) for case_id in worlds(session.plan))
-    if session.executor.kind == "dask":
+    found.extend(setup_task_name(case_id) for case_id in worlds(session.planned.plan))
+    if session.inputs.executor.kind == "dask":
         found.append("collect")
     found.extend(
         grade_task_name(cell.coordinate)
-        for cell in session.plan.cells
+        for cell in session.planned.plan.cells
         if session.scan.actions[cell.cell_id] == "regrade"
     )
     return found
@@ -517,7 +517,7 @@ def _namespace_for(options: Options, invocation: Invocation) -> Loaded:
     if invocation.known:
         named = names.resolve(
             invocation.args,
-            session.plan.cells,
+            session.planned.plan.cells,
             other_tasks(session),
             command=invocation.command or "run",
             patterns=invocation.command in EXPANDING_COMMANDS,
@@ -529,7 +529,7 @@ def _namespace_for(options: Options, invocation: Invocation) -> Loaded:
         # plain doit: the process ends right after the run; the task names come with it
         engine = Engine(session, check=False)
         built = namespace(session, late_names=True, engine=engine)
-    return Loaded(session, engine, built, fresh_db=_fresh_db(session.out))
+    return Loaded(session, engine, built, fresh_db=_fresh_db(session.inputs.out))
 
 
 # set while `brigade doit` runs a project's dodo to learn the manifest its `battery(...)`

@@ -40,6 +40,11 @@ class PlanOnDisk:
     inputs: str | None = None  # expansion_key of the inputs, recorded in the plan index
     stale_changed: bool = False  # its stale cells differ from those plan.json lists
 
+    @property
+    def written(self) -> bool:
+        """Whether plan.json and its index on disk already hold this plan."""
+        return self.current and self.indexed
+
 
 def _index(out: Path) -> caches.Sidecar:
     return caches.Sidecar(out / store.PLAN_INDEX, caches.cache_key())
