@@ -90,12 +90,11 @@ def locked(out: Path, *, wait: bool) -> Iterator[None]:
 
 def run(options: Options) -> int:
     """Bring a battery up to date in this process (`brigade run`): its exit code."""
-    from brigade.engine.session import load_inputs, lock_output
+    from brigade.engine.session import checked_output, load_inputs
 
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
     # hold the lock before scanning, so the scan sees a quiet output directory
-    out = lock_output(options, inputs[0])
-    with locked(out, wait=options.wait):
+    with locked(checked_output(options, inputs[0]), wait=options.wait):
         return Engine(open_session(options, inputs)).run()
 
 
@@ -115,7 +114,7 @@ class Engine:
         scheduler); `check`: refuse now a seat with a cell to run whose program is missing
         (a front door that learns its task names later checks then: `check_programs`)."""
         self.session = session  # replaced by each adaptive round (the plan grows)
-        self.first = session  # what the run was loaded with (its scan, its plan)
+        self.loaded = session  # what the run was loaded with (its scan, its plan)
         self.choice = choice if choice is not None else choose(session)
         self.listing = listing
         self.stream = stream or sys.stderr
@@ -153,7 +152,7 @@ class Engine:
 
     def selection(self, choice: Choice, listing: bool) -> Selection:
         """Which cells of a choice get a step of their own (`listing`: every cell does)."""
-        session = self.first
+        session = self.loaded
         return select(
             session.planned.plan,
             session.scan.recorded,
@@ -169,14 +168,14 @@ class Engine:
 
     def rechoose(self, named: Named) -> None:
         """The task names of the run are known now (plain doit): choose and select again."""
-        self.choice = choose(self.first, named, always=self.choice.always)
+        self.choice = choose(self.loaded, named, always=self.choice.always)
         self.chosen = self.selection(self.choice, self.listing)
         self._describe()
 
     def _describe(self) -> None:
         """What follows from the selection: the cells with their own step, the counts the
         run starts from, the seats it may launch and judge with, the faults it keeps."""
-        session, choice, chosen = self.first, self.choice, self.chosen
+        session, choice, chosen = self.loaded, self.choice, self.chosen
         self.own: dict[str, CellTask] = {task.cell.cell_id: task for task in chosen.own}
         self.coordinates = {task.cell.cell_id: task.cell.coordinate for task in chosen.own}
         self.collected: Counter[str] = Counter(chosen.collected)
@@ -219,11 +218,11 @@ class Engine:
     @property
     def out(self) -> Path:
         """The output directory."""
-        return self.first.inputs.out
+        return self.loaded.inputs.out
 
     def notes(self) -> list[str]:
         """What the run says before it starts: the graders' problems, the stale cells."""
-        session = self.first
+        session = self.loaded
         notes = list(session.inputs.warnings)
         planned = session.planned
         stale = len(planned.plan.stale_cells)
@@ -242,7 +241,7 @@ class Engine:
         if self.cluster is not None:
             return
         seats = {t.cell.seat.name: t.cell.seat for t in self.chosen.own if t.action == "run"}
-        missing = missing_programs(seats.values(), self.first.inputs.workspace)
+        missing = missing_programs(seats.values(), self.loaded.inputs.workspace)
         if missing:
             listed = "; ".join(f"seat {seat} needs {program!r}" for seat, program in missing)
             raise EnvironmentProblem(
@@ -254,14 +253,14 @@ class Engine:
         """Before anything is written: a required sandbox that cannot run refuses the run
         (EnvironmentProblem); nothing is probed when no seat will launch. The warnings of
         seats left unconfined come with each seat's first launch (`launch_notes`)."""
-        override = self.first.inputs.options.sandbox
+        override = self.loaded.inputs.options.sandbox
         # a judge seat runs here, wherever the seats run, when its cell is graded
         refuse_required(self.judging.values(), override=override, what="judge seat")
         if self.launching:
             self._confinement(list(self.launching.values()))
 
     def _confinement(self, seats: list[Any]) -> list[str]:
-        session = self.first
+        session = self.loaded
         return confinement_notes(
             seats,
             session.inputs.workspace,
@@ -286,7 +285,7 @@ class Engine:
         and the cluster checked, signal handlers, the first progress lines. False: refused
         (the reasons are in `refused`; `end` says them)."""
         self.started = True
-        options = self.first.inputs.options
+        options = self.loaded.inputs.options
         tty = self.stream.isatty()
         self.progress = Progress(
             self.stream, total=self.total, tty=tty, quiet=options.quiet, rate=options.progress_rate
@@ -314,7 +313,7 @@ class Engine:
         self.progress.begin(
             done=self.done_at_start,
             to_run=self.total - self.done_at_start,
-            resumed=self.first.planned.resumed,
+            resumed=self.loaded.planned.resumed,
         )
         return True
 
@@ -335,11 +334,11 @@ class Engine:
 
     def plan_current(self) -> bool:
         """Whether plan.json and its index already hold this plan (nothing to write)."""
-        return self.first.planned.written and not self.first.inputs.options.always
+        return self.loaded.planned.written and not self.loaded.inputs.options.always
 
     def write_plan(self) -> None:
         """Write plan.json and its index for the current manifest."""
-        session = self.first
+        session = self.loaded
         write_plan(
             session.inputs.out, session.planned.plan, session.planned.key, session.planned.inputs
         )
@@ -352,11 +351,11 @@ class Engine:
         world = cell.world()
         assert world is not None
         built = workspaces.state(self.out, world)
-        return built is not None and (built.ok or not self.first.inputs.options.retry_transient)
+        return built is not None and (built.ok or not self.loaded.inputs.options.retry_transient)
 
     def build_setup(self, cell: Cell) -> None:
         """Build the workspace of a cell's case (its files, its setup), saying what it did."""
-        built, now = build_workspace(self.first.ctx, cell)
+        built, now = build_workspace(self.loaded.ctx, cell)
         if now and not built.ok:
             self._say(f"brigade: setup of {cell.case_id} failed: {built.detail}\n")
 
@@ -365,8 +364,8 @@ class Engine:
         and a scheduler: runs start as slots free), a reused run copied and graded here."""
         handing = self._hand if hand and self.scheduler is not None else None
         cell = task.cell
-        reuse = self.first.scan.reuse.get(cell.cell_id)
-        return bring_up_to_date(self.first.ctx, cell, reuse, task.forced, handing)
+        reuse = self.loaded.scan.reuse.get(cell.cell_id)
+        return bring_up_to_date(self.loaded.ctx, cell, reuse, task.forced, handing)
 
     def _hand(self, cell: Cell) -> None:
         if self.on_hand is not None:
@@ -377,7 +376,7 @@ class Engine:
 
     def regrade(self, cell: Cell) -> str:
         """Verify a graded cell's stored output; re-grade a grader_error cell from it."""
-        return regrade_if_needed(self.first.ctx, cell)
+        return regrade_if_needed(self.loaded.ctx, cell)
 
     def drain(self) -> None:
         """Wait for the seat runs handed over, recording and counting each (then let go of
@@ -398,7 +397,7 @@ class Engine:
         seat or trial gets the new cells it chooses."""
         from brigade.outdir.scan import reuse_index
 
-        choice, options = self.choice, self.first.inputs.options
+        choice, options = self.choice, self.loaded.inputs.options
         if self.session.counts is None or choice.named or choice.by_names or options.rerun:
             return False
         grown, added = next_round(self.session)
@@ -418,7 +417,7 @@ class Engine:
         for cell in added:
             self.coordinates[cell.cell_id] = cell.coordinate
             bring_up_to_date(
-                self.first.ctx, cell, self._sources.get(cell.run_key), False, self._hand
+                self.loaded.ctx, cell, self._sources.get(cell.run_key), False, self._hand
             )
         return True
 
@@ -437,8 +436,8 @@ class Engine:
         )
         if finished.leaks:
             return f"export leak check failed: {leak_lines(finished.leaks)}"
-        self.first.scan.save()
-        if self.first.scan.forgotten_file:  # forgotten cells that ran are done
+        self.loaded.scan.save()
+        if self.loaded.scan.forgotten_file:  # forgotten cells that ran are done
             forgotten.settle(session.inputs.out)
         self.summary_ran = True
         return None
@@ -498,7 +497,7 @@ class Engine:
             return
         tasks = self.chosen.own
         regrades = self.chosen.regrade
-        jobs = self.first.inputs.options.jobs
+        jobs = self.loaded.inputs.options.jobs
         if jobs > 1 and len(tasks) + len(regrades) > 1:
             ok = self._in_threads(jobs, tasks, regrades)
         else:
@@ -642,7 +641,7 @@ class Engine:
             return
         self._settled = True
         if self.progress is None:
-            options = self.first.inputs.options
+            options = self.loaded.inputs.options
             self.progress = Progress(
                 self.stream,
                 total=self.total,
@@ -721,7 +720,7 @@ class Engine:
         if self.scheduler is not None:
             lines.extend(self.scheduler.lines())
             stopped = self.scheduler.any_stopped
-        budget = self.first.ctx.budget
+        budget = self.loaded.ctx.budget
         if budget is not None and budget.kept_back:
             lines.extend(budget.lines())
             stopped = True

@@ -199,16 +199,19 @@ def output_dir(options: Options, manifest: Manifest) -> Path:
     return (options.out or default_out(workspace, manifest.name)).absolute()
 
 
-def lock_output(options: Options, manifest: Manifest) -> Path:
-    """Take the output directory's lock before anything reads it (both front doors).
-
-    An output path that is not a folder, or a folder whose layout is broken, is
-    refused first: nothing is created or written for it.
-    """
+def checked_output(options: Options, manifest: Manifest) -> Path:
+    """The output directory of these options, refused (nothing created or written for it)
+    when the path is not a folder or a folder whose layout is broken."""
     out = output_dir(options, manifest)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: output path exists and is not a folder")
     store.check_layout(out)
+    return out
+
+
+def lock_output(options: Options, manifest: Manifest) -> Path:
+    """Take the output directory's lock before anything reads it (`checked_output` first)."""
+    out = checked_output(options, manifest)
     lock.acquire(out, wait=options.wait)
     return out
 

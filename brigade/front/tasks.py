@@ -161,7 +161,7 @@ def setup_tasks(engine: Engine, chosen: Selection, listing: bool) -> Iterator[di
     --retry-transient), or when no cell of the case needs it in this run."""
     yield {"basename": SETUP_GROUP, "name": None, "doc": setup_tasks.__doc__}
     needed = {task.cell.case_id for task in chosen.own if task.action != "skip"}
-    for case_id, cell in worlds(engine.first.planned.plan).items():
+    for case_id, cell in worlds(engine.loaded.planned.plan).items():
         yield {
             "name": names.escape(case_id),
             "doc": f"build {case_id}'s workspace"
