@@ -19,7 +19,8 @@ from brigade.core.plan import Plan, build_plan, plan_from_document
 from brigade.core.projection import make_secrets
 from brigade.core.receipts import views_of
 from brigade.core.summary import build_summary
-from brigade.front.tasks import finalize
+from brigade.engine.engine import Engine
+from brigade.engine.session import Options, open_session
 from brigade.inputs.manifest import manifest_from_document
 from brigade.inputs.roster import roster_from_document
 from brigade.outdir.results import current_receipts, read_plan_document
@@ -599,11 +600,22 @@ def test_doit_writes_valid_reports_without_leaks(project: Project, schema) -> No
     assert rows["all"].split()[1:4] == ["1/3", "(3", "mf,"]
 
 
-def test_a_leaking_report_fails_finalize(project: Project, monkeypatch) -> None:
+def finish_once(project: Project) -> str | None:
+    """The finish step of a run of the project's battery (its leak check's failure, or None)."""
+    options = Options(
+        manifest=project.manifest,
+        roster=project.roster,
+        out=project.out,
+        workspace=project.workspace,
+    )
+    return Engine(open_session(options)).finish()
+
+
+def test_a_leaking_report_fails_the_finish(project: Project, monkeypatch) -> None:
     project.write_manifest([{"id": "c", "prompt": PROMPT}])
     assert project.doit().returncode == 0
     plan = plan_from_document(read_plan_document(project.out))
-    assert finalize(project.out, plan, project.workspace, {}) is None
+    assert finish_once(project) is None
 
     real = render_module.html_page
 
@@ -612,11 +624,12 @@ def test_a_leaking_report_fails_finalize(project: Project, monkeypatch) -> None:
 
     monkeypatch.setattr(render_module, "html_page", leaky)  # the report renders through it
     # nothing changed since the last run: the clean report stands as it is
-    assert finalize(project.out, plan, project.workspace, {}) is None
+    assert finish_once(project) is None
     (project.out / "report" / "index.html").unlink()
-    failed = finalize(project.out, plan, project.workspace, {})
+    failed = finish_once(project)
     assert failed is not None
-    assert "report/index.html: (text, entities decoded): contains prompt" in str(failed)
+    assert failed.startswith("export leak check failed: ")
+    assert "report/index.html: (text, entities decoded): contains prompt" in failed
     # the leak is not remembered as clean: the next run checks again
     receipts = current_receipts(project.out, plan)
     summary = build_summary(plan, views_of(receipts), {}, NOW)

@@ -108,7 +108,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Bring every cell up to date (the run engine that doit's tasks drive too).
+    """Bring every cell up to date: the same steps `doit` runs, without doit.
 
     Finished cells are skipped, crashed ones re-run as new attempts, grader
     faults are re-graded from stored output. Exit 0: only accepted/unscored;
