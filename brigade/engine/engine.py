@@ -498,8 +498,14 @@ class Engine:
         tasks = self.chosen.own
         regrades = self.chosen.regrade
         jobs = self.loaded.inputs.options.jobs
-        if jobs > 1 and len(tasks) + len(regrades) > 1:
-            ok = self._in_threads(jobs, tasks, regrades)
+        if jobs > 1:
+            # seats to run are handed over here, in plan order (the order the scheduler
+            # starts them in); copying reused runs and grading go `jobs` at once
+            handed = [task for task in tasks if task.action == "run"]
+            rest = [task for task in tasks if task.action != "run"]
+            ok = all(self._cell_step(task) for task in handed) and self._in_threads(
+                jobs, rest, regrades
+            )
         else:
             ok = all(self._cell_step(task) for task in tasks) and all(
                 self._regrade_step(cell) for cell in regrades
@@ -511,9 +517,8 @@ class Engine:
         self._step("summary", self._finish_step)
 
     def _in_threads(self, jobs: int, tasks: list[CellTask], regrades: list[Cell]) -> bool:
-        """The cells' and regrades' steps, `jobs` at once, in plan order (seat runs are the
-        scheduler's: these only hand over, copy a reused run, grade); the first failure
-        stops the rest."""
+        """The cells' and regrades' steps, `jobs` at once, taken in plan order (they copy a
+        reused run, grade); the first failure stops the rest."""
         steps: list[Callable[[], bool]] = [functools.partial(self._cell_step, t) for t in tasks]
         steps += [functools.partial(self._regrade_step, cell) for cell in regrades]
         queue = iter(steps)
@@ -529,6 +534,8 @@ class Engine:
                 if not step():
                     failed.set()
 
+        if len(steps) < 2:
+            return all(step() for step in steps)
         workers = [
             threading.Thread(target=work, name=f"brigade-step-{n}", daemon=True)
             for n in range(min(jobs, len(steps)))
