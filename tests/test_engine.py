@@ -45,7 +45,7 @@ def test_a_run_in_process_ends_with_its_exit_code_and_lets_go(finished_battery: 
     engine = Engine(opened(finished_battery), stream=stream)
     assert engine.scheduler is None  # nothing may run: no scheduler is built
     assert engine.run() == 3
-    assert engine.exit_code == 3
+    assert engine.tally.exit_code == 3
     final, note = stream.getvalue().splitlines()
     assert final.startswith("brigade: 5 cells: ") and "(exit 3)" in final, final
     assert note == (
@@ -61,7 +61,7 @@ def test_the_engine_counts_a_subset_alone(finished_battery: Project) -> None:
     """A subset's final line and exit code come from its own receipts."""
     stream = io.StringIO()
     engine = Engine(opened(finished_battery, cells=CellFilter(cases=("ok",))), stream=stream)
-    assert engine.total == 1
+    assert engine.scope.total == 1
     assert engine.run() == 0
     assert stream.getvalue().splitlines()[-1].startswith("brigade: 1 of 5 cells (subset: "), (
         stream.getvalue()
@@ -99,6 +99,22 @@ def test_a_refused_step_stops_the_run_with_exit_2(finished_battery: Project, job
     assert engine.run() == 2
     lines = stream.getvalue().splitlines()
     assert any("output digest mismatch" in line for line in lines), lines
-    assert not engine.summary_ran
+    assert not engine.tally.summary_ran
     assert {p: p.read_bytes() for p in finished_battery.out.glob("cells/**/cell.json")} == receipts
     assert (finished_battery.out / "summary.json").read_bytes() == summary
+
+
+def test_the_scope_of_a_run_and_of_its_next_round(battery: Project) -> None:
+    """What a run is about, as its selection makes it; an adaptive round's cells join it
+    (a new scope: the one before is frozen)."""
+    session = opened(battery)
+    scope = Engine(session).scope
+    assert (scope.total, scope.done_at_start, scope.subset) == (5, 0, None)
+    assert sorted(task.cell.coordinate for task in scope.own.values()) == sorted(BATTERY_STATES)
+    assert set(scope.launching) == {"agent"}
+    cell = session.planned.plan.cells[0]
+    assert (scope.grown([cell]).total, scope.total) == (6, 5)
+    chosen = dataclasses.replace(scope, subset=frozenset({"other"}))
+    assert chosen.grown([cell]).subset == {"other", cell.cell_id}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        scope.total = 0  # type: ignore[misc]

@@ -1,8 +1,10 @@
 """The run engine: one run of a session, the one way every front door runs it.
 
-`Engine(session, choice)` holds what a run accumulates (the current plan as
-adaptive rounds grow it, the scheduler, the cells handed to it, progress, what
-was refused or broke, the exit code); the session it starts from is frozen.
+`Engine(session, choice)` runs a frozen session: what the run is about is its
+`scope` (engine/selection's `Scope`, made again by an adaptive round), what it
+accumulates its `tally` (the cells handed to the scheduler, what was refused
+or broke, the signal that stopped it, the exit code); besides those it holds
+the session as adaptive rounds grow its plan, the scheduler and the progress.
 A run is: the lock (`locked`, a context manager; `start` takes it when no front
 door did) → the run starts (`start`: confinement, the cluster, signal handlers,
 progress) → plan.json → each cell brought up to date (`bring`: seat runs handed
@@ -27,13 +29,13 @@ import threading
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
-from brigade.core.plan import Cell, Plan, judges_of
+from brigade.core.plan import Cell, Plan
 from brigade.core.selection import filter_cells
-from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import (
     COUNT_KEYS,
     EXIT_MEASUREMENT,
@@ -43,7 +45,15 @@ from brigade.core.taxonomy import (
 )
 from brigade.core.terminal import printable
 from brigade.engine.progress import Progress, duration
-from brigade.engine.selection import CellTask, Choice, Named, Selection, choose, select
+from brigade.engine.selection import (
+    CellTask,
+    Choice,
+    Named,
+    Selection,
+    choose,
+    scope_of,
+    select,
+)
 from brigade.engine.session import (
     Session,
     build_scheduler,
@@ -54,7 +64,6 @@ from brigade.errors import BrigadeError, EnvironmentProblem
 from brigade.outdir import forgotten, lock, store
 from brigade.outdir.planfile import write_plan
 from brigade.outdir.results import current_views, fault_kinds, kinds_text, summary_headline
-from brigade.outdir.scan import kept_fault
 from brigade.report.build import HTML_FILE, REPORT_DIR
 from brigade.report.finish import finish_run, leak_lines
 from brigade.run import proc
@@ -120,26 +129,15 @@ class Engine:
         self.stream = stream or sys.stderr
         self.chosen = self.selection(self.choice, listing)
         self.cluster = _cluster(session)
-        self.launching: dict[str, SeatSpec] = {}  # seats with a cell to run
-        # the judge seats of the cells this run grades (run, reuse or regrade): refused up
-        # front, as seats are, when their sandbox is required and cannot run here
-        self.judging: dict[str, SeatSpec] = {}
-        self._describe()
+        self.scope = scope_of(session, self.choice, self.chosen, listing)
         self.scheduler: Scheduler | None = None
         if not listing and any(task.action in ("run", "reuse") for task in self.chosen.own):
             if check:
                 self.check_programs()
             self.scheduler = build_scheduler(session, self.cluster)
-        self.handed: set[str] = set()
+        self.tally = Tally()  # what the run accumulates, written by this engine alone
         self.on_hand: Callable[[Cell], None] | None = None  # told of every cell handed over
         self.progress: Progress | None = None
-        self.refused: list[str] = []
-        self.errors: list[str] = []
-        self.interrupted: int | None = None
-        self.started = False
-        self.refused_at_start = False
-        self.summary_ran = False
-        self.exit_code: int | None = None
         self._locked = False
         self._settled = False
         self._signals: dict[int, Any] = {}
@@ -170,45 +168,7 @@ class Engine:
         """The task names of the run are known now (plain doit): choose and select again."""
         self.choice = choose(self.loaded, named, always=self.choice.always)
         self.chosen = self.selection(self.choice, self.listing)
-        self._describe()
-
-    def _describe(self) -> None:
-        """What follows from the selection: the cells with their own step, the counts the
-        run starts from, the seats it may launch and judge with, the faults it keeps."""
-        session, choice, chosen = self.loaded, self.choice, self.chosen
-        self.own: dict[str, CellTask] = {task.cell.cell_id: task for task in chosen.own}
-        self.coordinates = {task.cell.cell_id: task.cell.coordinate for task in chosen.own}
-        self.collected: Counter[str] = Counter(chosen.collected)
-        self.done_at_start = sum(1 for task in chosen.own if task.action == "skip") + sum(
-            chosen.collected.values()
-        )
-        if not self.listing:  # the seats this run may launch (a subset's, forced ones too)
-            self.launching = {
-                t.cell.seat.name: t.cell.seat for t in chosen.own if t.action == "run"
-            }
-            graded = [t.cell for t in chosen.own if t.action != "skip"]
-            self.judging = {
-                name: session.inputs.roster.seats[name]
-                for name in judges_of(graded)
-                if name in session.inputs.roster.seats
-            }
-        # the cases whose workspace this run needs (a cell of theirs runs or grades)
-        self.needed = {task.cell.case_id for task in chosen.own if task.action != "skip"}
-        self.subset = choice.subset
-        self.total = len(session.planned.plan.cells) - chosen.outside
-        if choice.always:
-            self.kept_faults = 0
-        elif choice.subset is not None or choice.forced:  # only the cells this run leaves
-            scope = choice.subset if choice.subset is not None else session.scan.recorded.keys()
-            self.kept_faults = sum(
-                1
-                for cell_id in scope
-                if cell_id not in choice.forced
-                and session.scan.actions.get(cell_id) == "skip"
-                and kept_fault(session.scan.recorded.get(cell_id))
-            )
-        else:
-            self.kept_faults = 0 if session.inputs.options.always else session.scan.kept_faults
+        self.scope = scope_of(self.loaded, self.choice, self.chosen, self.listing)
 
     @property
     def plan(self) -> Plan:
@@ -255,9 +215,9 @@ class Engine:
         seats left unconfined come with each seat's first launch (`launch_notes`)."""
         override = self.loaded.inputs.options.sandbox
         # a judge seat runs here, wherever the seats run, when its cell is graded
-        refuse_required(self.judging.values(), override=override, what="judge seat")
-        if self.launching:
-            self._confinement(list(self.launching.values()))
+        refuse_required(self.scope.judging.values(), override=override, what="judge seat")
+        if self.scope.launching:
+            self._confinement(list(self.scope.launching.values()))
 
     def _confinement(self, seats: list[Any]) -> list[str]:
         session = self.loaded
@@ -284,24 +244,28 @@ class Engine:
         the front door learns only now (`prepare`: plain doit's task names), the sandbox
         and the cluster checked, signal handlers, the first progress lines. False: refused
         (the reasons are in `refused`; `end` says them)."""
-        self.started = True
+        self.tally.started = True
         options = self.loaded.inputs.options
         tty = self.stream.isatty()
         self.progress = Progress(
-            self.stream, total=self.total, tty=tty, quiet=options.quiet, rate=options.progress_rate
+            self.stream,
+            total=self.scope.total,
+            tty=tty,
+            quiet=options.quiet,
+            rate=options.progress_rate,
         )
         try:
             lock.acquire(self.out, wait=options.wait)
             self._locked = True
             if prepare is not None:
                 prepare()
-                self.progress.total = self.total  # (the cells were chosen again)
+                self.progress.total = self.scope.total  # (the cells were chosen again)
             self.confinement_check()
             if self.cluster is not None:
                 self.cluster.start()
         except BrigadeError as exc:
-            self.refused.append(str(exc))
-            self.refused_at_start = True
+            self.tally.refused.append(str(exc))
+            self.tally.refused_at_start = True
             return False
         if self.scheduler is not None:
             self.scheduler.on_start(self._started)
@@ -309,16 +273,16 @@ class Engine:
             self._signals[signum] = signal.signal(signum, self._on_signal)
         for note in self.notes():
             self._say(f"brigade: {note}\n")
-        self.progress.found_done(self.collected)
+        self.progress.found_done(self.scope.collected)
         self.progress.begin(
-            done=self.done_at_start,
-            to_run=self.total - self.done_at_start,
+            done=self.scope.done_at_start,
+            to_run=self.scope.total - self.scope.done_at_start,
             resumed=self.loaded.planned.resumed,
         )
         return True
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.interrupted = signum
+        self.tally.interrupted = signum
         proc.terminate_all()
         raise KeyboardInterrupt
 
@@ -370,7 +334,7 @@ class Engine:
     def _hand(self, cell: Cell) -> None:
         if self.on_hand is not None:
             self.on_hand(cell)
-        self.handed.add(cell.cell_id)
+        self.tally.handed.add(cell.cell_id)
         assert self.scheduler is not None
         self.scheduler.add(cell)
 
@@ -406,16 +370,13 @@ class Engine:
             added = filter_cells(added, options.cells)
         if not added:
             return False
-        if self.subset is not None:
-            self.subset = self.subset | {cell.cell_id for cell in added}
-        self.total += len(added)
+        self.scope = self.scope.grown(added)
         if self.progress is not None:
             self.progress.total += len(added)
         if self._sources is None:  # seat runs of cells only their graders tell apart
             current = {cell.cell_id for cell in grown.planned.plan.cells}
             self._sources = reuse_index(self.out, current, options.retry_transient)
         for cell in added:
-            self.coordinates[cell.cell_id] = cell.coordinate
             bring_up_to_date(
                 self.loaded.ctx, cell, self._sources.get(cell.run_key), False, self._hand
             )
@@ -439,7 +400,7 @@ class Engine:
         self.loaded.scan.save()
         if self.loaded.scan.forgotten_file:  # forgotten cells that ran are done
             forgotten.settle(session.inputs.out)
-        self.summary_ran = True
+        self.tally.summary_ran = True
         return None
 
     # -- what the run hears of its cells ----------------------------------------------------
@@ -447,21 +408,21 @@ class Engine:
     def task_done(self, cell_id: str) -> None:
         """A cell's step ended: counted from its receipt (a cell handed over is counted once
         its seat run is recorded)."""
-        if cell_id in self.handed:
+        if cell_id in self.tally.handed:
             return
         receipt = store.read_receipt(self.out, cell_id)
         state = receipt["state"] if receipt is not None else None
-        self._count(state, receipt, self.coordinates[cell_id])
+        self._count(state, receipt, self.scope.own[cell_id].cell.coordinate)
 
     def task_found(self, cell_id: str) -> None:
         """A cell's step had nothing to do: counted as it was recorded at load time."""
         if self.progress is not None:
-            task = self.own[cell_id]
+            task = self.scope.own[cell_id]
             self.progress.finish(task.state, task.cell.coordinate, None, ran=False)
 
     def task_failed(self, cell_id: str) -> None:
         """A cell's step failed (refused or broken)."""
-        self._count("failed", None, self.coordinates[cell_id])
+        self._count("failed", None, self.scope.own[cell_id].cell.coordinate)
 
     def _count(
         self,
@@ -486,7 +447,7 @@ class Engine:
             try:
                 self._steps()
             except KeyboardInterrupt:
-                if self.interrupted is None:
+                if self.tally.interrupted is None:
                     raise
         return self.end()
 
@@ -562,7 +523,7 @@ class Engine:
         with case_lock:
             if case_id not in self._setups:
                 ready = (
-                    case_id not in self.needed
+                    case_id not in self.scope.needed
                     or self.setup_current(cell)
                     or self._step(f"setup:{case_id}", self.build_setup, cell)
                 )
@@ -614,13 +575,13 @@ class Engine:
     def refuse(self, message: str) -> None:
         """The run is refused (exit 2): bad input, tampering, storage (ignored once
         interrupted: what a stop breaks is not a refusal)."""
-        if self.interrupted is None:
-            self.refused.append(message)
+        if self.tally.interrupted is None:
+            self.tally.refused.append(message)
 
     def fail(self, message: str) -> None:
         """brigade itself broke (exit 3)."""
-        if self.interrupted is None:
-            self.errors.append(message)
+        if self.tally.interrupted is None:
+            self.tally.errors.append(message)
 
     # -- the run ends ----------------------------------------------------------------------
 
@@ -630,12 +591,12 @@ class Engine:
         the exit code. `problems`: refusals the front door met on its way out."""
         self.settle()
         code = self._exit_code(problems)
-        self.exit_code = code
+        self.tally.exit_code = code
         for signum, handler in self._signals.items():
             with contextlib.suppress(ValueError, TypeError):  # (not the main thread)
                 signal.signal(signum, handler)
         self._signals.clear()
-        if self.refused_at_start:
+        if self.tally.refused_at_start:
             lock.discard_refused()
         elif self._locked:
             lock.release(self.out)
@@ -651,7 +612,7 @@ class Engine:
             options = self.loaded.inputs.options
             self.progress = Progress(
                 self.stream,
-                total=self.total,
+                total=self.scope.total,
                 tty=self.stream.isatty(),
                 quiet=options.quiet,
                 rate=options.progress_rate,
@@ -663,15 +624,15 @@ class Engine:
         """Cells handed to the scheduler whose runs no step waited for (doit was asked for
         single cell tasks, or a step failed): wait for them here, so none is cut short."""
         scheduler = self.scheduler
-        if scheduler is None or self.interrupted is not None or not scheduler.busy:
+        if scheduler is None or self.tally.interrupted is not None or not scheduler.busy:
             return
         try:
             scheduler.drain(self._count)
         except BrigadeError as exc:
-            self.refused.append(str(exc))
+            self.tally.refused.append(str(exc))
         except Exception as exc:  # any other failure is brigade's own
-            if self.interrupted is None:
-                self.errors.append(f"seat runs: {exc}")
+            if self.tally.interrupted is None:
+                self.tally.errors.append(f"seat runs: {exc}")
 
     def _say(self, text: str) -> None:
         """Write a line of brigade's (agent text in it shown, never obeyed)."""
@@ -682,40 +643,40 @@ class Engine:
 
     def _exit_code(self, problems: tuple[str, ...]) -> int:
         assert self.progress is not None
-        for message in self.refused:
+        for message in self.tally.refused:
             for line in message.splitlines():
                 self._say(f"brigade: {line}\n")
-        for message in self.errors:
+        for message in self.tally.errors:
             self._say(f"brigade: {message}\n")
         elapsed = duration(self.progress.elapsed())
-        self.refused.extend(problems)
-        if self.interrupted is not None:
+        self.tally.refused.extend(problems)
+        if self.tally.interrupted is not None:
             self._say(
                 f"brigade: interrupted after {self.progress.counts_line()} in {elapsed}; "
                 "cells left running re-run on the next run\n"
             )
-            return 128 + self.interrupted
-        if self.refused:
+            return 128 + self.tally.interrupted
+        if self.tally.refused:
             return EXIT_UNUSABLE
         self._outcome_lines()
         headline: str | None = None
-        if self.subset is not None:
+        if self.scope.subset is not None:
             headline, bucket = self.subset_outcome()
         else:
-            written = summary_headline(self.out) if self.summary_ran else None
+            written = summary_headline(self.out) if self.tally.summary_ran else None
             if written is not None:
                 headline, bucket = written
             else:
                 bucket = plan_bucket(self.out, self.plan)
         if headline is not None:
             parts = [headline, elapsed]
-            if self.summary_ran:
+            if self.tally.summary_ran:
                 parts.append(f"report: {shown_path(self.out / REPORT_DIR / HTML_FILE)}")
             self._say(f"brigade: {'; '.join(parts)}\n")
         notes, stopped = self.final_notes()
         for note in notes:
             self._say(f"brigade: {note}\n")
-        if self.errors or stopped:
+        if self.tally.errors or stopped:
             return EXIT_MEASUREMENT
         return bucket
 
@@ -731,10 +692,10 @@ class Engine:
         if budget is not None and budget.kept_back:
             lines.extend(budget.lines())
             stopped = True
-        if self.kept_faults:
-            many = self.kept_faults != 1
+        if self.scope.kept_faults:
+            many = self.scope.kept_faults != 1
             lines.append(
-                f"{self.kept_faults} cell{'s' if many else ''} with apparatus faults kept; "
+                f"{self.scope.kept_faults} cell{'s' if many else ''} with apparatus faults kept; "
                 f"re-run {'them' if many else 'it'} with --retry-transient "
                 "(doit: retry_transient=1)"
             )
@@ -742,7 +703,7 @@ class Engine:
 
     def subset_outcome(self) -> tuple[str, int]:
         """The subset's headline and exit bucket, from its receipts as recorded now."""
-        chosen = self.subset or frozenset()
+        chosen = self.scope.subset or frozenset()
         plan = self.plan
         cells = [cell for cell in plan.cells if cell.cell_id in chosen]
         subset_plan = dataclasses.replace(plan, cells=tuple(cells), stale_cells=())
@@ -789,6 +750,20 @@ class Engine:
             self._say(
                 f"brigade: {cell.coordinate}: {state}{more}: {state_reason(state, receipt)}\n"
             )
+
+
+@dataclass
+class Tally:
+    """What a run accumulates as it goes (its engine writes it; front doors read it)."""
+
+    handed: set[str] = field(default_factory=set)  # cells handed to the scheduler
+    refused: list[str] = field(default_factory=list)  # why it was refused (exit 2)
+    errors: list[str] = field(default_factory=list)  # how brigade itself broke (exit 3)
+    interrupted: int | None = None  # the signal that stopped it
+    started: bool = False  # the run started (doit runs tasks)
+    refused_at_start: bool = False  # refused before anything was written
+    summary_ran: bool = False  # the finish wrote summary.json, the export and the report
+    exit_code: int | None = None
 
 
 class _Broken(Exception):

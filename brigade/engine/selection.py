@@ -3,17 +3,20 @@ date one by one (`select`, pure), whatever front door asked for the run."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from brigade.core.plan import Cell, Plan
+from brigade.core.plan import Cell, Plan, judges_of
 from brigade.core.receipts import ReceiptView
 from brigade.core.selection import cells_at, filter_cells
+from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import Action
 from brigade.engine.names import Named
 from brigade.engine.session import Session
 from brigade.errors import InputError
+from brigade.outdir.scan import kept_fault
 
 
 @dataclass(frozen=True)
@@ -138,3 +141,66 @@ def select(
         plan_is_current and not receipts_changed and len(chosen.unchanged) == len(plan.cells)
     )
     return chosen
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What follows from a run's selection: the cells with a step of their own, the counts
+    the run starts from, the seats it may launch and judge with, the faults it leaves as
+    they are. An adaptive round makes a new one (`grown`)."""
+
+    own: Mapping[str, CellTask]  # cell id -> its step, in plan order
+    collected: Counter[str]  # finished cells sharing one step: how many of each state
+    done_at_start: int  # cells of the run already finished when it starts
+    total: int  # cells the run is about: the plan's, or its subset's
+    subset: frozenset[str] | None  # cell ids (None: the whole plan)
+    needed: frozenset[str]  # cases whose workspace the run needs (a cell runs or grades)
+    launching: Mapping[str, SeatSpec]  # seats with a cell to run
+    # the judge seats of the cells the run grades (run, reuse or regrade): refused up
+    # front, as seats are, when their sandbox is required and cannot run here
+    judging: Mapping[str, SeatSpec]
+    kept_faults: int  # finished cells with an apparatus fault the run leaves as they are
+
+    def grown(self, added: Sequence[Cell]) -> Scope:
+        """The scope once an adaptive round added these cells to the run."""
+        ids = {cell.cell_id for cell in added}
+        subset = self.subset | ids if self.subset is not None else None
+        return dataclasses.replace(self, subset=subset, total=self.total + len(added))
+
+
+def scope_of(session: Session, choice: Choice, chosen: Selection, listing: bool) -> Scope:
+    """The scope of a run's selection (pure). `listing`: a command that runs nothing, which
+    launches and judges no seat."""
+    scanned = session.scan
+    launching: dict[str, SeatSpec] = {}
+    judging: dict[str, SeatSpec] = {}
+    if not listing:  # the seats this run may launch (a subset's, forced ones too)
+        launching = {t.cell.seat.name: t.cell.seat for t in chosen.own if t.action == "run"}
+        seats = session.inputs.roster.seats
+        graded = [t.cell for t in chosen.own if t.action != "skip"]
+        judging = {name: seats[name] for name in judges_of(graded) if name in seats}
+    if choice.always:
+        kept = 0
+    elif choice.subset is not None or choice.forced:  # only the cells this run leaves
+        scope = choice.subset if choice.subset is not None else scanned.recorded.keys()
+        kept = sum(
+            1
+            for cell_id in scope
+            if cell_id not in choice.forced
+            and scanned.actions.get(cell_id) == "skip"
+            and kept_fault(scanned.recorded.get(cell_id))
+        )
+    else:
+        kept = 0 if session.inputs.options.always else scanned.kept_faults
+    return Scope(
+        own={task.cell.cell_id: task for task in chosen.own},
+        collected=Counter(chosen.collected),
+        done_at_start=sum(1 for task in chosen.own if task.action == "skip")
+        + sum(chosen.collected.values()),
+        total=len(session.planned.plan.cells) - chosen.outside,
+        subset=choice.subset,
+        needed=frozenset(task.cell.case_id for task in chosen.own if task.action != "skip"),
+        launching=launching,
+        judging=judging,
+        kept_faults=kept,
+    )

@@ -65,7 +65,7 @@ def make_reporter(
                 raise SystemExit(EXIT_UNUSABLE)
             self.cells = {
                 cell_task_name(task.cell.coordinate): cell_id
-                for cell_id, task in engine.own.items()
+                for cell_id, task in engine.scope.own.items()
             }
             self._forward("initialize", tasks, selected_tasks)
 
@@ -92,7 +92,7 @@ def make_reporter(
 
         def add_failure(self, task: Any, fail: Any) -> None:
             self._forward("add_failure", task, fail)
-            if engine.interrupted is not None:
+            if engine.tally.interrupted is not None:
                 return
             message = str(getattr(fail, "message", fail))
             if message.startswith(REFUSED):
@@ -122,11 +122,11 @@ def make_reporter(
             self._forward("complete_run")
             problems = tuple(CacheDB.problems)
             CacheDB.problems.clear()
-            if engine.refused_at_start and fresh_db:
+            if engine.tally.refused_at_start and fresh_db:
                 # refused before anything ran: doit still wrote its DB on its way out
                 store.remove_fresh_db(engine.out)
             code = engine.end(problems)
-            if end_process and engine.interrupted is None:
+            if end_process and engine.tally.interrupted is None:
                 proc.end_process(code)
             raise SystemExit(code)
 

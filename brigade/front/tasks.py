@@ -239,7 +239,7 @@ class Wiring:
         """What the delayed task creators build: a command that lists tasks calls them
         before any run started (plain doit): every cell gets a task of its own then."""
         engine = self.engine
-        if not self.late or self.listing or engine.started:
+        if not self.late or self.listing or engine.tally.started:
             return engine.chosen
         return engine.selection(engine.choice, listing=True)
 
@@ -275,7 +275,7 @@ def namespace(
         """Every cell (each one is its own task below)."""
         # under another reporter (plain doit -r NAME) nothing waits for cells handed over
         # (brigade's reporter does when no collect task runs): each task runs its seat
-        handing = not late_names or engine.started
+        handing = not late_names or engine.tally.started
         return cell_tasks(wiring.for_creators(), engine, handing)
 
     def grades() -> Iterator[dict[str, Any]]:
