@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import shutil
 import socket
 import sys
@@ -321,6 +322,20 @@ def test_a_failing_setup_is_an_apparatus_fault_of_every_cell_of_its_case(
         assert receipt["fault"]["kind"] == "setup_failed"
         log = receipt["failure_detail"].split("(log: ")[1].rstrip(")")
         assert "cannot install" in (project.out / log).read_text()
+        # the log's end is the cell's own stderr, which show, the report and the viewer show
+        attempt = project.receipt(coordinate)["attempt"]
+        run = project.cell_dir(coordinate) / "attempts" / f"attempt-{attempt:03d}" / "run"
+        stderr = run / "stderr.log"
+        lines = stderr.read_text().splitlines()
+        assert lines[1:] == [
+            "brigade: the setup's log ends:",
+            *(project.out / log).read_text().splitlines(),
+        ]
+        assert lines[-1] == "cannot install"
+        shown = project.brigade("show", str(project.out), coordinate)
+        assert "cannot install" in shown.stdout, shown.stdout
+        page = (project.out / "report" / "index.html").read_text()
+        assert "setup_failed" in page
     summary = project.summary()
     assert summary["measurement_failures"] == 2
     # --retry-transient runs the setup again (and its cells)
@@ -759,3 +774,23 @@ def test_a_built_tree_travels_as_a_bundle_checked_by_its_digest(project: Project
     # a tree that is not at the commit it should be is not bundled
     with pytest.raises(OSError, match="is not at commit"):
         workspaces.bundle(project.out, world, "0" * 40)
+
+
+def test_a_setup_log_is_read_from_its_end_never_through_a_link(tmp_path: Path) -> None:
+    world = {"workspace": {"kind": "dir", "digest": "sha256:0"}, "setup": None}
+    where = workspaces.folder(tmp_path, world)
+    where.mkdir(parents=True)
+    log = where / workspaces.SETUP_LOG
+    log.write_bytes(b"x" * 100_000 + b"the end\n")
+    assert workspaces.log_tail(tmp_path, world, limit=8) == b"the end\n"
+    assert len(workspaces.log_tail(tmp_path, world)) == workspaces.LOG_TAIL
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private\n")
+    log.unlink()
+    log.symlink_to(secret)
+    assert workspaces.log_tail(tmp_path, world) == b""
+    log.unlink()
+    os.mkfifo(log)  # a FIFO is never opened for reading, so nothing waits on a writer
+    assert workspaces.log_tail(tmp_path, world) == b""
+    log.unlink()
+    assert workspaces.log_tail(tmp_path, world) == b""

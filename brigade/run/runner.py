@@ -333,10 +333,21 @@ def seat_start(ctx: RunContext, cell: Cell, attempt: int) -> SeatJob | SeatRun:
         if not built.ok:
             rdir = store.run_dir(ctx.out, cell.cell_id, attempt)
             job = seat_job(cell, attempt, sandbox_mode=ctx.sandbox)
-            return unlaunched_run(job, rdir, ctx.out, f"setup: {built.detail}", "setup_failed")
+            detail = f"setup: {built.detail}"
+            log = _setup_log(ctx, cell)
+            return unlaunched_run(job, rdir, ctx.out, detail, "setup_failed", log=log)
         head = built.head
     hidden = unseen_paths(cell.graders, ctx.manifest_dir)
     return seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox, hidden=hidden)
+
+
+def _setup_log(ctx: RunContext, cell: Cell) -> bytes:
+    """The end of a failed setup's log, for the stderr.log of each cell of its case."""
+    world = cell.world()
+    tail = workspaces.log_tail(ctx.out, world) if world is not None else b""
+    if not tail:
+        return b""
+    return b"brigade: the setup's log ends:\n" + tail + (b"" if tail.endswith(b"\n") else b"\n")
 
 
 def workspace_of(ctx: RunContext, cell: Cell) -> Path:

@@ -448,11 +448,13 @@ def unlaunched_run(
     detail: str,
     kind: str,
     status: str = "not_launched",
+    log: bytes = b"",
 ) -> SeatRun:
-    """A run whose seat never ran (or whose result was lost): empty logs but for the detail."""
+    """A run whose seat never ran (or whose result was lost): empty logs but for the detail
+    (and `log`, the end of what failed before it, such as its case's setup)."""
     now = utc_now()
     store.atomic_write_bytes(rdir / STDOUT, b"")
-    store.atomic_write_bytes(rdir / STDERR, f"brigade: {detail}\n".encode())
+    store.atomic_write_bytes(rdir / STDERR, f"brigade: {detail}\n".encode() + log)
     run_doc = run_document(
         job,
         cwd,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
 from brigade.core.identity import canonical_json, text_digest, world_key
 from brigade.core.specs import Case, Manifest, SetupSpec, WorkspaceSpec
 from brigade.errors import InputError
@@ -45,6 +46,9 @@ TREE = "tree"
 STATE = "workspace.json"
 STATE_SCHEMA = "brigade.workspace.v1"
 SETUP_LOG = "setup.log"
+# how much of a failed setup's log each of its cells keeps in its own stderr.log (where
+# `brigade show`, the report and the viewer show a cell's stderr)
+LOG_TAIL = 16 * 1024
 # the one commit of a built tree: fixed author and date, so equal files give equal commits
 _COMMIT_ENV = {
     "GIT_AUTHOR_NAME": "brigade",
@@ -233,6 +237,34 @@ def state(out: Path, world: Mapping[str, Any]) -> Built | None:
             return None
         return Built(True, head)
     return Built(False, None, str(doc.get("detail") or "the setup failed"))
+
+
+def log_tail(out: Path, world: Mapping[str, Any], limit: int = LOG_TAIL) -> bytes:
+    """The last `limit` bytes of a built workspace's setup log (b"" when there is none).
+
+    The setup's commands wrote it: it is opened without following a link, only as a
+    regular file, and only its end is read."""
+    try:
+        fd = fs.open_regular(folder(out, world) / SETUP_LOG)
+    except OSError:
+        return b""
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            os.lseek(fd, size - limit, os.SEEK_SET)
+        chunks: list[bytes] = []
+        left = min(size, limit)
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 _locks: dict[str, threading.Lock] = {}
