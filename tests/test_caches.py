@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import DODO, GRADED, REPO, Project
 
+from brigade import fs
 from brigade.inputs import sources
 from brigade.outdir import caches
 
@@ -67,6 +68,49 @@ def test_an_entry_vouches_for_a_file_only_while_its_stat_is_unchanged(tmp_path: 
     os.replace(replacement, target)
     assert again.fresh_file("file.txt", target) is caches.MISS
     assert again.fresh_file("missing.txt", tmp_path / "missing.txt") is caches.MISS
+
+
+def test_a_copied_folder_is_told_apart_and_its_files_vouched_for_by_their_bytes(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "a"
+    folder.mkdir()
+    (folder / "file.txt").write_bytes(b"accepted")
+    sidecar = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    assert not sidecar.copied("a", caches.stat_of(folder))  # never seen: no guess
+    info = caches.stat_of(folder / "file.txt")
+    sidecar.record("file.txt", info, "v", caches.content_digest(b"accepted"))
+    sidecar.save()
+    again = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    assert not again.copied("a", caches.stat_of(folder))
+    shutil.move(folder, tmp_path / "aside")
+    subprocess.run(["cp", "-a", str(tmp_path / "aside"), str(folder)], check=True)
+    copied = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    assert copied.copied("a", caches.stat_of(folder))
+    # the eager path gives the lazy path's answers: the same bytes vouch, others do not
+    assert copied.recall("file.txt", "file.txt", fs.open_folder(folder), eager=True) == "v"
+    assert copied.fresh_file("file.txt", folder / "file.txt") == "v"  # the new stat kept
+    rewrite_keeping_size_and_mtime(folder / "file.txt", b"accepted", b"rejected")
+    for eager in (True, False):
+        assert copied.recall("file.txt", folder / "file.txt", eager=eager) is caches.MISS
+    (folder / "link.txt").symlink_to(folder / "file.txt")
+    copied.record("link.txt", caches.stat_of(folder / "file.txt"), "v", "digest")
+    assert copied.recall("link.txt", folder / "link.txt", eager=True) is caches.MISS
+
+
+def test_read_stat_reads_regular_files_only(tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_bytes(b"x" * 100)
+    info, data = fs.read_stat(target)
+    assert data == b"x" * 100 and info.st_ino == target.stat().st_ino
+    assert fs.read_stat(target, 10)[1] == b"x" * 11  # the limit, and one more byte
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(target)
+    for planted in ("fifo", "link"):
+        with pytest.raises(fs.NotRegularFile):
+            fs.read_stat(tmp_path / planted)
+    with pytest.raises(IsADirectoryError):
+        fs.read_stat(tmp_path)
 
 
 def test_a_sidecar_written_under_another_key_is_ignored(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ a receipt whose bytes changed is noticed even when its size and mtime are as the
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -168,3 +169,28 @@ def test_a_copy_is_warm_again_after_one_run(finished_battery: Project) -> None:
         entry = json.loads((out / sidecar).read_text())["entries"][name]
         info = (out / name).stat()
         assert entry[:4] == [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+
+
+def test_the_moved_check_answers_as_the_full_check() -> None:
+    """The bytes-first shortcut of `clean_here` says what the leak finder would."""
+    from brigade.core.projection import find_leaks_in_text, make_secrets
+    from brigade.outdir.export import clean_here
+
+    here = "/srv/ci/out"
+    moved = make_secrets((), [(here, ".")], ())
+    texts = [
+        "nothing here",
+        f"see {here}/cells/x",
+        f"see {here}",
+        f"{here}x is another folder",
+        "see &#47;srv&#47;ci&#47;out/cells",
+        "see /srv/ci/outside",
+        "GIT binary patch\nliteral 3\nabc\n",
+        '{"a": "\\/srv\\/ci\\/out"}',
+    ]
+    for text in texts:
+        for markup in (False, True):
+            shown = html.unescape(text) if markup else text
+            full = not find_leaks_in_text("f", shown, moved)
+            assert clean_here(text.encode(), "f", moved, markup=markup) == full, (text, markup)
+    assert clean_here(b"anything", "f", None)

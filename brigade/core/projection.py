@@ -76,6 +76,8 @@ _NEUTRAL_PATHS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stde
 # data, and the leak check counts any left as a leak.
 BINARY_STAND_IN = "binary file changed"
 _BINARY_HEAD = "GIT binary patch"
+# (a text without it, and without any secret's own text, holds no leak of known paths)
+BINARY_HEAD = _BINARY_HEAD
 _BINARY_BLOCK = re.compile(
     r"^GIT binary patch(?=\r?$)\r?"
     r"(?:\n(?:literal|delta) \d+\r?(?:\n[^\n]+)*(?:\n(?=\r?\n(?:literal|delta) \d))?)*",

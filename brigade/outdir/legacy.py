@@ -63,6 +63,28 @@ def receipt_view(receipt: dict[str, Any], out: str, run_dir: str | None) -> dict
       was in (`<workspace>/.brigade/evals/<name>`) becomes `<workspace>`: no
       path of that machine is kept.
     """
+    view = derived(receipt)
+    recorded = receipt.get("run_dir")
+    if run_dir is not None and isinstance(recorded, str) and recorded != run_dir:
+        match = _RUN_DIR.match(recorded)
+        root = match["root"] if match else None
+        if root is not None and root != out and len(root.strip("/")) > 1:
+            moves = [(root, out)]
+            workspace = _WORKSPACE.match(root)
+            if workspace and len(workspace["workspace"].strip("/")) > 1:
+                moves.append((workspace["workspace"], "<workspace>"))
+            view = {
+                key: value if key in _NOT_MOVED else relocated(value, moves)
+                for key, value in view.items()
+            }
+        view = {**view, "run_dir": run_dir}
+    return view
+
+
+def derived(receipt: dict[str, Any]) -> dict[str, Any]:
+    """A receipt with what brigade derives where the file lacks it (`receipt_view`) but
+    nothing of where it is: its outcome, which a `ReceiptView` keeps, is the same in
+    any folder (the file is untouched)."""
     view = receipt
     graders = receipt.get("graders")
     running = receipt.get("state") == "running"
@@ -81,29 +103,7 @@ def receipt_view(receipt: dict[str, Any], out: str, run_dir: str | None) -> dict
             for g in graders
         ):
             view = {**view, "score": cell_score(graders)}
-    recorded = receipt.get("run_dir")
-    if run_dir is not None and isinstance(recorded, str) and recorded != run_dir:
-        match = _RUN_DIR.match(recorded)
-        root = match["root"] if match else None
-        if root is not None and root != out and len(root.strip("/")) > 1:
-            moves = [(root, out)]
-            workspace = _WORKSPACE.match(root)
-            if workspace and len(workspace["workspace"].strip("/")) > 1:
-                moves.append((workspace["workspace"], "<workspace>"))
-            view = {
-                key: value if key in _NOT_MOVED else relocated(value, moves)
-                for key, value in view.items()
-            }
-        view = {**view, "run_dir": run_dir}
     return view
-
-
-def mentions_folder(text: str, folder: str) -> bool:
-    """Whether `text` may hold what `receipt_view` derived from an output directory at
-    `folder` (its path, or the workspace it is the default output folder of): a view
-    made there is made again elsewhere. May say so needlessly, never wrongly not."""
-    workspace = _WORKSPACE.match(folder)
-    return (workspace["workspace"] if workspace else folder) in text
 
 
 # the default output folder of the original tool (and of brigade) inside a workspace

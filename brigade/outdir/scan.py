@@ -20,9 +20,9 @@ from brigade.core import jsontext
 from brigade.core.identity import cell_id as hash_cell
 from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
-from brigade.core.receipts import ReceiptView, view_of
+from brigade.core.receipts import ReceiptView
 from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
-from brigade.outdir import caches, forgotten, legacy, store
+from brigade.outdir import caches, forgotten, store
 
 
 @dataclass(frozen=True)
@@ -71,21 +71,18 @@ def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
     needs_run = []
     present = store.existing_cells(out)
     index = caches.Sidecar(out / store.RECEIPT_INDEX, caches.cache_key(), load=bool(present))
-    root = os.path.abspath(out)
-    moved_from = index.meta.get("root")
-    moved_from = moved_from if type(moved_from) is str and moved_from != root else None
-    if index.meta.get("root") != root:
-        index.meta["root"] = root
-        index.changed = True
-    outputs = _Outputs(out)
     recorded: dict[str, ReceiptView | None] = {}
     actions: dict[str, Action] = {}
     kept = 0
     with store.opened_folder(store.cells_root(out)) as cells_fd:
+        # a cells folder that is not the one the index last saw (copied, restored, moved):
+        # every stat misses, so each file is opened at once (the same answers, sooner)
+        eager = cells_fd is not None and index.copied(store.CELLS_DIR, os.fstat(cells_fd))
+        outputs = _Outputs(out, eager)
         for cell in plan.cells:
             cell_id = cell.cell_id
             if cell_id in present:
-                view = read_receipt_indexed(out, cell_id, index, cells_fd, moved_from)
+                view = read_receipt_indexed(out, cell_id, index, cells_fd, eager)
             else:
                 view = None
             recorded[cell_id] = view
@@ -127,43 +124,49 @@ def read_receipt_indexed(
     cell_id: str,
     index: caches.Sidecar,
     cells_fd: int | None = None,
-    moved_from: str | None = None,
+    eager: bool = False,
 ) -> ReceiptView | None:
     """The view of a cell's trusted receipt, from the receipt index while cell.json's stat
     still matches (taken before the file is read), or while its bytes do (a copied or
     restored directory: new inodes and ctimes), else from cell.json (indexed again).
 
-    `moved_from`: the output directory's path when the index was written, when it
-    was elsewhere; a view that mentions it is made again (what brigade derives of an
-    original-tool receipt names the folder it is in, `legacy.receipt_view`).
+    A view holds nothing of where the output directory is (`store.view_in`): a moved
+    directory's views are its views. `eager`: the stat is expected to miss (the cells
+    folder was copied): cell.json is opened at once, its stat taken from the open file.
 
     Run once per cell on every resume: kept to one stat, relative to `cells_fd`
     when given, and no needless allocation.
     """
     relative = f"{cell_id}/{store.RECEIPT_FILE}"
-    if cells_fd is None:
-        info = caches.stat_of(f"{out}/{store.CELLS_DIR}/{relative}")
-    else:
-        info = caches.stat_of(relative, cells_fd)
-    recorded = index.fresh(cell_id, info)
     data = None
-    if recorded is caches.MISS and info is not None and index.digest(cell_id) is not None:
-        data = _read_cell_file(out, relative, cells_fd)
-        if data is not None:
+    info: os.stat_result | None
+    if eager and cells_fd is not None:
+        try:
+            info, data = fs.read_stat(relative, jsontext.MAX_BYTES, dir_fd=cells_fd)
+        except OSError:
+            info = caches.stat_of(relative, cells_fd)
+        recorded = index.fresh(cell_id, info)
+        if recorded is caches.MISS and data is not None:
             recorded = index.same_content(cell_id, info, data)
-    if recorded is None:  # an untrusted receipt, as recorded (wherever the folder is)
+    else:
+        if cells_fd is None:
+            info = caches.stat_of(f"{out}/{store.CELLS_DIR}/{relative}")
+        else:
+            info = caches.stat_of(relative, cells_fd)
+        recorded = index.fresh(cell_id, info)
+        if recorded is caches.MISS and info is not None and index.digest(cell_id) is not None:
+            data = _read_cell_file(out, relative, cells_fd)
+            if data is not None:
+                recorded = index.same_content(cell_id, info, data)
+    if recorded is None:  # an untrusted receipt, as recorded
         return None
     view: ReceiptView | None
     if recorded is not caches.MISS:
         if type(recorded) is ReceiptView:  # (parsed earlier in this process)
-            view = recorded
-        else:
-            view = ReceiptView.from_json(recorded)
-            if view is not None:
-                index.parsed(cell_id, view)  # parsed once per process
-        if view is not None and (
-            moved_from is None or not legacy.mentions_folder(repr(view), moved_from)
-        ):
+            return recorded
+        view = ReceiptView.from_json(recorded)
+        if view is not None:
+            index.parsed(cell_id, view)  # parsed once per process
             return view
     if data is None:
         data = _read_cell_file(out, relative, cells_fd)
@@ -171,7 +174,7 @@ def read_receipt_indexed(
         doc = jsontext.parse(data) if data is not None else None
     except ValueError:
         doc = None
-    view = view_of(store.receipt_in(out, cell_id, doc))
+    view = store.view_in(cell_id, doc)
     index.record(cell_id, info, view, caches.content_digest(data) if data is not None else None)
     return view
 
@@ -190,11 +193,12 @@ def _read_cell_file(out: Path, relative: str, cells_fd: int | None) -> bytes | N
 class _Outputs:
     """The output index of one scan, opened when the first graded cell is checked."""
 
-    __slots__ = ("out", "index")
+    __slots__ = ("out", "index", "eager")
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, eager: bool = False) -> None:
         self.out = out
         self.index: caches.Sidecar | None = None
+        self.eager = eager  # the cells folder was copied: every final.txt's stat is new
 
     def intact(self, cell_id: str, receipt: ReceiptView | None, cells_fd: int | None) -> bool:
         """output_intact, with this scan's output index."""
@@ -202,7 +206,7 @@ class _Outputs:
             return True
         if self.index is None:
             self.index = caches.Sidecar(self.out / store.OUTPUT_INDEX, caches.cache_key())
-        return output_intact(self.out, cell_id, receipt, self.index, cells_fd)
+        return output_intact(self.out, cell_id, receipt, self.index, cells_fd, self.eager)
 
 
 def output_intact(
@@ -211,12 +215,14 @@ def output_intact(
     receipt: ReceiptView | None,
     index: caches.Sidecar,
     cells_fd: int | None = None,
+    eager: bool = False,
 ) -> bool:
     """Whether a graded cell's run/final.txt still has the recorded output_digest.
 
     A file's digest is computed once; afterwards its unchanged stat vouches for
     it (the output index), so a no-op resume costs one stat per cell (relative
-    to `cells_fd`, the cells folder, when given).
+    to `cells_fd`, the cells folder, when given). `eager`: its stat is expected to
+    miss (a copied cells folder): the file is opened and read at once.
     """
     if receipt is None or receipt.state not in GRADED:
         return True
@@ -230,6 +236,17 @@ def output_intact(
         f"{cell_id}/{store.ATTEMPTS_DIR}/{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
     )
     final = f"{out}/{store.CELLS_DIR}/{relative}"
+    info: os.stat_result | None
+    if eager and cells_fd is not None:
+        try:
+            info, data = fs.read_stat(relative, dir_fd=cells_fd)
+        except OSError:
+            return False
+        # (the attempt is in the path: another attempt's final.txt is another file)
+        if index.fresh(cell_id, info) != expected and store.digest(data) != expected:
+            return False
+        index.record(cell_id, info, expected)
+        return True
     info = caches.stat_of(final) if cells_fd is None else caches.stat_of(relative, cells_fd)
     # (the attempt is in the path: another attempt's final.txt is another file, inode)
     if index.fresh(cell_id, info) == expected:

@@ -21,6 +21,7 @@ from typing import Any
 
 from brigade import fs
 from brigade.core.identity import CELL_SCHEMA, digest
+from brigade.core.receipts import ReceiptView
 from brigade.core.taxonomy import STATES
 from brigade.inputs import schemas
 from brigade.outdir import feed, legacy
@@ -286,6 +287,14 @@ def receipt_in(out: Path, cell_id: str, doc: Any) -> dict[str, Any] | None:
         else None
     )
     return legacy.receipt_view(receipt, base, local)
+
+
+def view_in(cell_id: str, doc: Any) -> ReceiptView | None:
+    """The view of a parsed cell.json when it is a trusted receipt (None otherwise): its
+    outcome, the same wherever the output directory is (`legacy.derived`), so a moved
+    directory's index still holds."""
+    receipt = trusted_receipt(doc, cell_id)
+    return ReceiptView.of(legacy.derived(receipt)) if receipt is not None else None
 
 
 @contextlib.contextmanager
