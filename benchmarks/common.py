@@ -116,6 +116,7 @@ def fabricate_results(manifest: Path, roster: Path, out: Path, workspace: Path) 
                 "exit_code": 0,
                 "duration_seconds": 0.01,
                 "run_dir": str(run_dir),
+                "run_path": store.run_path(cell.cell_id, 1),
                 "graders": results,
                 "output_digest": store.file_digest(run_dir / "final.txt"),
                 "score": cell_score(results),

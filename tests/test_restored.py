@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import BATTERY_STATES, Project
 
 from brigade.report.pages import case_page, cell_page, shard_width
@@ -194,3 +195,33 @@ def test_the_moved_check_answers_as_the_full_check() -> None:
             full = not find_leaks_in_text("f", shown, moved)
             assert clean_here(text.encode(), "f", moved, markup=markup) == full, (text, markup)
     assert clean_here(b"anything", "f", None)
+
+
+def test_receipts_say_where_their_run_is_relative_to_the_output_directory(
+    finished_battery: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A moved directory's index holds as it is: no view is made again, nothing relocated."""
+    from brigade.outdir import legacy, results, scan, store
+
+    settled(finished_battery)
+    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    receipt = json.loads(path.read_text())
+    relative = store.run_path(path.parent.name, receipt["attempt"])
+    assert receipt["run_path"] == relative
+    assert receipt["run_dir"] == str(finished_battery.out.absolute() / relative)  # (v1 readers)
+    plan = results.load_plan(finished_battery.out)
+    before = scan.scan(finished_battery.out, plan).recorded
+    moved = finished_battery.root / "elsewhere" / "out"
+    moved.parent.mkdir()
+    finished_battery.out.rename(moved)
+
+    def no_relocation(*args: object) -> None:
+        raise AssertionError("relocated on a resume")
+
+    monkeypatch.setattr(legacy, "relocated", no_relocation)
+    scanned = scan.scan(moved, plan)
+    assert scanned.recorded == before
+    assert not scanned.changed  # every view as the index holds it
+    monkeypatch.undo()
+    full = store.read_receipt(moved, path.parent.name)
+    assert full is not None and full["run_dir"] == str(moved / relative)

@@ -728,6 +728,7 @@ RECEIPT_ROLES: Roles = {
     "usage": USAGE_ROLES,
     "attempts_usage": {"[]": {"usage": USAGE_ROLES, "*": NAME}},
     "run_dir": PATH,
+    "run_path": PATH,  # relative to the output directory already
     "failure_detail": TEXT,
     "fault": {"kind": NAME, "retry_after_seconds": NAME, "*": TEXT},
     "grader_specs": {"[]": _GRADER_SPEC},

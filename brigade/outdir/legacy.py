@@ -66,8 +66,7 @@ def receipt_view(receipt: dict[str, Any], out: str, run_dir: str | None) -> dict
     view = derived(receipt)
     recorded = receipt.get("run_dir")
     if run_dir is not None and isinstance(recorded, str) and recorded != run_dir:
-        match = _RUN_DIR.match(recorded)
-        root = match["root"] if match else None
+        root = _recorded_root(recorded, receipt.get("run_path"))
         if root is not None and root != out and len(root.strip("/")) > 1:
             moves = [(root, out)]
             workspace = _WORKSPACE.match(root)
@@ -79,6 +78,15 @@ def receipt_view(receipt: dict[str, Any], out: str, run_dir: str | None) -> dict
             }
         view = {**view, "run_dir": run_dir}
     return view
+
+
+def _recorded_root(recorded: str, relative: Any) -> str | None:
+    """The output folder a receipt was written in: its `run_dir` less its `run_path` (what
+    brigade's receipts record), else as the original tool's `run_dir` names it."""
+    if isinstance(relative, str) and relative and recorded.endswith("/" + relative):
+        return recorded[: -len(relative) - 1] or None
+    match = _RUN_DIR.match(recorded)
+    return match["root"] if match else None
 
 
 def derived(receipt: dict[str, Any]) -> dict[str, Any]:

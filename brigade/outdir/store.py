@@ -281,11 +281,7 @@ def receipt_in(out: Path, cell_id: str, doc: Any) -> dict[str, Any] | None:
         return None
     attempt = recorded_attempt(receipt)
     base = os.path.abspath(out)
-    local = (
-        f"{base}/{CELLS_DIR}/{cell_id}/{ATTEMPTS_DIR}/{attempt_name(attempt)}/{RUN_DIR}"
-        if attempt is not None
-        else None
-    )
+    local = f"{base}/{run_path(cell_id, attempt)}" if attempt is not None else None
     return legacy.receipt_view(receipt, base, local)
 
 
@@ -389,8 +385,20 @@ def new_attempt(out: Path, cell_id: str, recorded_attempt: int | None) -> int:
         return number
 
 
+def run_path(cell_id: str, attempt: int) -> str:
+    """An attempt's run folder relative to the output directory (a receipt's `run_path`)."""
+    return f"{CELLS_DIR}/{cell_id}/{ATTEMPTS_DIR}/{attempt_name(attempt)}/{RUN_DIR}"
+
+
 def write_receipt(out: Path, receipt: dict[str, Any], *, durable: bool = True) -> None:
-    """Write cell.json (validated, atomic); a terminal receipt is also copied into its attempt."""
+    """Write cell.json (validated, atomic); a terminal receipt is also copied into its attempt.
+
+    A receipt naming its run folder (`run_dir`, absolute, as the original tool's readers
+    expect) also gets `run_path`, the same folder relative to the output directory: what
+    brigade reads, so a moved directory's receipts say where their runs are."""
+    number = receipt.get("attempt")
+    if isinstance(receipt.get("run_dir"), str) and type(number) is int and number > 0:
+        receipt["run_path"] = run_path(receipt["cell_id"], number)
     schemas.check_output(receipt, CELL_SCHEMA)
     data = dumps(receipt)
     cell_id, number = receipt["cell_id"], receipt["attempt"]
