@@ -225,3 +225,38 @@ def test_receipts_say_where_their_run_is_relative_to_the_output_directory(
     monkeypatch.undo()
     full = store.read_receipt(moved, path.parent.name)
     assert full is not None and full["run_dir"] == str(moved / relative)
+
+
+def test_a_copy_with_one_receipt_edited_exports_and_shows_that_edit(
+    finished_battery: Project,
+) -> None:
+    """An edit that leaves attempt, state and graded_at as they were is still new content:
+    its export file and its pages are made again, nothing else is."""
+    settled(finished_battery)
+    restore_copy(finished_battery)
+    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    cell_id = path.parent.name
+    receipt = json.loads(path.read_text())
+    started = receipt["started_at"]
+    edited = started[:17] + ("1" if started[17] != "1" else "2") + started[18:]
+    path.write_bytes(path.read_bytes().replace(started.encode(), edited.encode()))
+    before = mtimes(finished_battery.out)
+    assert finished_battery.run().returncode == 3
+    rewritten = changed(before, mtimes(finished_battery.out))
+    exported = f"export/cells/{cell_id}.json"
+    assert edited in (finished_battery.out / exported).read_text()
+    # (the summary names each seat's first and last start)
+    assert exported in rewritten
+    assert {name for name in rewritten if name.startswith("export/")} <= {
+        exported,
+        "export/summary.json",
+    }
+    width = shard_width(len(BATTERY_STATES))
+    pages = {
+        f"report/index_files/{cell_page(cell_id, width)}",
+        f"report/index_files/{case_page('ok', width)}",
+        "report/index.html",
+        "report/junit.xml",
+    }
+    assert {name for name in rewritten if name.startswith("report/")} <= pages
+    assert rewritten - pages - {exported, "export/summary.json"} <= {"summary.json"}

@@ -40,10 +40,13 @@ class ReceiptView(NamedTuple):
     # compact, priced as its judge's configured model when it names none; None: unknown
     grader_usage: tuple[dict[str, Any] | None, ...]
     cli_version: str | None
+    # the sha256 of the cell.json bytes the view was made from (None: made from a receipt
+    # in memory): any edit of the receipt, whatever field, changes its stamp
+    digest: str | None = None
 
     @classmethod
-    def of(cls, receipt: Mapping[str, Any]) -> ReceiptView:
-        """The view of a full receipt."""
+    def of(cls, receipt: Mapping[str, Any], digest: str | None = None) -> ReceiptView:
+        """The view of a full receipt (`digest`: of the bytes it was parsed from)."""
         state = receipt.get("state")
         attempts = receipt.get("attempts_usage")
         version = receipt.get("cli_version")
@@ -68,6 +71,7 @@ class ReceiptView(NamedTuple):
             ),
             grader_usage_of(receipt),
             version if type(version) is str else None,
+            digest,
         )
 
     @classmethod
@@ -80,6 +84,8 @@ class ReceiptView(NamedTuple):
         if type(graders) is not list or any(type(g) is not list or len(g) != 2 for g in graders):
             return None
         if type(data[1]) is not str or not (data[2] is None or type(data[2]) is int):
+            return None
+        if data[-1] is not None and type(data[-1]) is not str:
             return None
         if usage is not None and (
             type(usage) is not list or any(u is not None and type(u) is not dict for u in usage)
@@ -96,8 +102,9 @@ class ReceiptView(NamedTuple):
         return cls._make(data)
 
     def stamp(self) -> str:
-        """Changes whenever its receipt is rewritten with new content (run, regrade)."""
-        return f"{self.attempt}|{self.state}|{self.graded_at}"
+        """Changes whenever its receipt is rewritten with new content (run, regrade), and
+        with any edit of the bytes it was read from."""
+        return f"{self.attempt}|{self.state}|{self.graded_at}|{self.digest}"
 
 
 def grader_usage_of(receipt: Mapping[str, Any]) -> tuple[dict[str, Any] | None, ...]:

@@ -356,10 +356,11 @@ def export(
                 written[name] = stamp
                 verified.add(name)
                 continue
-            full = store.read_receipt(out, cell_id)  # what is exported: the whole receipt
-            if full is None:
+            # what is exported: the whole receipt (its stamp from the bytes it came from)
+            full, read = store.read_cell(out, cell_id)
+            if full is None or read is None:
                 continue
-            stamp = ReceiptView.of(full).stamp()
+            stamp = read.stamp()
             target = Path(f"{cells_text}/{cell_id}.json")
             _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
             written[name] = stamp

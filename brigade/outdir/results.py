@@ -10,7 +10,7 @@ from brigade import fs
 from brigade.core.clock import utc_now
 from brigade.core.jsonpath import format_path
 from brigade.core.plan import PLAN_SCHEMA, Plan, PlanShapeError, plan_from_document
-from brigade.core.receipts import ReceiptView, view_of
+from brigade.core.receipts import ReceiptView
 from brigade.core.taxonomy import fault_kind_of, measurement_kind
 from brigade.errors import InputError
 from brigade.outdir import caches, legacy, store
@@ -45,7 +45,7 @@ def current_views(
     return {
         cell.cell_id: known[cell.cell_id]
         if cell.cell_id in known
-        else (view_of(store.read_receipt(out, cell.cell_id)) if cell.cell_id in present else None)
+        else (store.read_view(out, cell.cell_id) if cell.cell_id in present else None)
         for cell in plan.cells
     }
 
@@ -53,7 +53,7 @@ def current_views(
 def stale_views(out: Path, plan: Plan) -> Views:
     """previous cell_id -> the view of its receipt, for every stale cell of the plan."""
     return {
-        entry["previous_cell_id"]: view_of(store.read_receipt(out, entry["previous_cell_id"]))
+        entry["previous_cell_id"]: store.read_view(out, entry["previous_cell_id"])
         for entry in plan.stale_cells
     }
 

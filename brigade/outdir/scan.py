@@ -174,8 +174,9 @@ def read_receipt_indexed(
         doc = jsontext.parse(data) if data is not None else None
     except ValueError:
         doc = None
-    view = store.view_in(cell_id, doc)
-    index.record(cell_id, info, view, caches.content_digest(data) if data is not None else None)
+    digest = caches.content_digest(data) if data is not None else None
+    view = store.view_in(cell_id, doc, digest)
+    index.record(cell_id, info, view, digest)
     return view
 
 

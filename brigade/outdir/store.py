@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade import fs
+from brigade.core import jsontext
 from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.receipts import ReceiptView
 from brigade.core.taxonomy import STATES
@@ -285,12 +287,32 @@ def receipt_in(out: Path, cell_id: str, doc: Any) -> dict[str, Any] | None:
     return legacy.receipt_view(receipt, base, local)
 
 
-def view_in(cell_id: str, doc: Any) -> ReceiptView | None:
+def view_in(cell_id: str, doc: Any, digest: str | None = None) -> ReceiptView | None:
     """The view of a parsed cell.json when it is a trusted receipt (None otherwise): its
     outcome, the same wherever the output directory is (`legacy.derived`), so a moved
-    directory's index still holds."""
+    directory's index still holds; `digest`: of the bytes it was parsed from."""
     receipt = trusted_receipt(doc, cell_id)
-    return ReceiptView.of(legacy.derived(receipt)) if receipt is not None else None
+    return ReceiptView.of(legacy.derived(receipt), digest) if receipt is not None else None
+
+
+def read_cell(out: Path, cell_id: str) -> tuple[dict[str, Any] | None, ReceiptView | None]:
+    """A cell's trusted receipt in full (as `read_receipt`) and its view with the digest of
+    the bytes both came from (one read); (None, None) when there is none."""
+    base = cell_dir(out, cell_id)
+    if os.path.islink(base):
+        return None, None
+    try:
+        data = fs.read_regular(base / RECEIPT_FILE, jsontext.MAX_BYTES)
+        doc = jsontext.parse(data)
+    except (OSError, ValueError):
+        return None, None
+    view = view_in(cell_id, doc, hashlib.sha256(data).hexdigest())
+    return (receipt_in(out, cell_id, doc), view) if view is not None else (None, None)
+
+
+def read_view(out: Path, cell_id: str) -> ReceiptView | None:
+    """The view of a cell's trusted receipt, with the digest of its bytes (`read_cell`)."""
+    return read_cell(out, cell_id)[1]
 
 
 @contextlib.contextmanager

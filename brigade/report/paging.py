@@ -39,11 +39,12 @@ class PagePlan:
 
 def stamp(cell: Cell, view: ReceiptView | None) -> str:
     """Changes whenever what the report shows of a cell could: every receipt rewrite
-    changes one of these fields, and a run folder's files are written before its receipt."""
+    changes one of these fields (any edit of its bytes, the digest of a view read from
+    them), and a run folder's files are written before its receipt."""
     seen = (
-        (view.attempt, view.state, view.started_at, view.finished_at, view.graded_at)
+        (view.attempt, view.state, view.started_at, view.finished_at, view.graded_at, view.digest)
         if view is not None
-        else (None,) * 5
+        else (None,) * 6
     )
     return f"{cell.cell_id}|{cell.coordinate}|{'|'.join(map(str, seen))}\n"
 
