@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import BATTERY_STATES, Project
 
+from brigade.core.projection import find_leaks_in_text, make_secrets
+from brigade.outdir.export import clean_here
 from brigade.report.pages import case_page, cell_page, shard_width
 
 
@@ -174,10 +176,12 @@ def test_a_copy_is_warm_again_after_one_run(finished_battery: Project) -> None:
 
 def test_the_moved_check_answers_as_the_full_check() -> None:
     """The bytes-first shortcut of `clean_here` says what the leak finder would."""
-    from brigade.core.projection import find_leaks_in_text, make_secrets
-    from brigade.outdir.export import clean_here
+    for here in ("/srv/ci/out", "/srv/a&b/out"):
+        _same_answers(here)
+    assert clean_here(b"anything", "f", None)
 
-    here = "/srv/ci/out"
+
+def _same_answers(here: str) -> None:
     moved = make_secrets((), [(here, ".")], ())
     texts = [
         "nothing here",
@@ -188,13 +192,18 @@ def test_the_moved_check_answers_as_the_full_check() -> None:
         "see /srv/ci/outside",
         "GIT binary patch\nliteral 3\nabc\n",
         '{"a": "\\/srv\\/ci\\/out"}',
+        "a &amp; b &lt;/srv/ci/out&gt; &quot;x&#x27;",
+        "a &amp; b &lt;p&gt; &quot;x&#x27;",
+        "a &amp;&sol;srv/ci/out",
+        "a &amp /srv/ci/out",
+        "a &amp;lt; b",
+        "/srv/a&amp;b/out and /srv/a&b/out",
     ]
     for text in texts:
         for markup in (False, True):
             shown = html.unescape(text) if markup else text
             full = not find_leaks_in_text("f", shown, moved)
-            assert clean_here(text.encode(), "f", moved, markup=markup) == full, (text, markup)
-    assert clean_here(b"anything", "f", None)
+            assert clean_here(text.encode(), "f", moved, markup=markup) == full, (here, text)
 
 
 def test_receipts_say_where_their_run_is_relative_to_the_output_directory(

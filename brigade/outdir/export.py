@@ -241,6 +241,17 @@ def moved_secrets(state: caches.Sidecar, out: Path) -> Secrets | None:
 
 
 _BINARY_BYTES = BINARY_HEAD.encode()
+# what html.escape writes: decoded, each is one character of `_ESCAPED`
+_ESCAPES = (b"&amp;", b"&lt;", b"&gt;", b"&quot;", b"&#x27;")
+_ESCAPED = frozenset("&<>\"'")
+
+
+def _only_escapes(data: bytes, moved: Secrets) -> bool:
+    """Every `&` of the bytes starts one of html.escape's five entities and no path holds
+    what they stand for: unescaping makes no path that the bytes do not hold already."""
+    if any(_ESCAPED.intersection(path) for path, _ in moved.paths):
+        return False
+    return data.count(b"&") == sum(data.count(escape) for escape in _ESCAPES)
 
 
 def clean_here(data: bytes, label: str, moved: Secrets | None, *, markup: bool = False) -> bool:
@@ -249,9 +260,10 @@ def clean_here(data: bytes, label: str, moved: Secrets | None, *, markup: bool =
     if moved is None:
         return True
     # the same question of the bytes first, when they can answer it: no entity to decode
-    # (`&`), and paths whose bytes are their text's (no replacement character)
+    # but those html.escape writes (which make none of a path's characters, when it has
+    # none of &<>"'), and paths whose bytes are their text's (no replacement character)
     if (
-        not (markup and b"&" in data)
+        not (markup and b"&" in data and not _only_escapes(data, moved))
         and _BINARY_BYTES not in data
         and all("\ufffd" not in path for path, _ in moved.paths)
         and not any(path.encode("utf-8", "surrogatepass") in data for path, _ in moved.paths)
