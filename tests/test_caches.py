@@ -98,6 +98,20 @@ def test_a_copied_folder_is_told_apart_and_its_files_vouched_for_by_their_bytes(
     assert copied.recall("link.txt", folder / "link.txt", eager=True) is caches.MISS
 
 
+@pytest.mark.parametrize("count", [0, 1, 1999, 2000, 2001, 4500])
+def test_a_sidecar_is_written_in_pieces_as_one_document(tmp_path: Path, count: int) -> None:
+    sidecar = caches.Sidecar(tmp_path / ".cache.json", "k1", load=False)
+    sidecar.meta["cells"] = [1, 2]
+    sidecar.changed = True
+    info = caches.stat_of(tmp_path)
+    for index in range(count):
+        sidecar.record(f"n{index}", info, [index, "value"], "digest")
+    sidecar.save()
+    doc = json.loads((tmp_path / ".cache.json").read_text())
+    assert doc == {"key": "k1", "meta": {"cells": [1, 2]}, "entries": sidecar.entries}
+    assert caches.Sidecar(tmp_path / ".cache.json", "k1").entries == sidecar.entries
+
+
 def test_read_stat_reads_regular_files_only(tmp_path: Path) -> None:
     target = tmp_path / "file.txt"
     target.write_bytes(b"x" * 100)

@@ -27,17 +27,17 @@ such maps).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from brigade import fs
 from brigade.core.terminal import printable
 from brigade.inputs.sources import code_digest
-from brigade.outdir.store import atomic_write_bytes
 
 # what a Sidecar returns for a file it cannot vouch for (None may be a cached value)
 MISS: Any = object()
@@ -257,22 +257,65 @@ class Sidecar:
         """Write the sidecar when it changed (atomic, no fsync: it is only a cache)."""
         if not self.changed:
             return
-        doc: dict[str, Any] = {"key": self.key, "entries": self.entries}
+        head: dict[str, Any] = {"key": self.key}
         if self.meta:
-            doc["meta"] = self.meta
-        data = json.dumps(doc, separators=(",", ":"), default=default).encode()
+            head["meta"] = self.meta
         try:
             try:
-                atomic_write_bytes(self.path, data, durable=False)
+                fs.atomic_write(self.path, _encoded(head, self.entries, default), durable=False)
             except IsADirectoryError:
                 # an empty folder in the cache's place holds nothing: it goes (one with
                 # anything in it is not ours to delete, and stays)
                 os.rmdir(self.path)
-                atomic_write_bytes(self.path, data, durable=False)
+                fs.atomic_write(self.path, _encoded(head, self.entries, default), durable=False)
         except OSError as exc:
             _warn(self.path, f"cannot write it: {_problem(exc)}")
             return
         self.changed = False
+
+
+# entries encoded at a time: each piece is one call of the C encoder, and a 100,000-cell
+# index is never one string (and its bytes) in memory at once
+_PIECE = 2000
+
+
+class _Pieces(io.RawIOBase):
+    """A sidecar's JSON document read piece by piece (what fs.write_at copies to the file):
+    `{"key":..,"meta":..,"entries":{...}}`, the entries a few thousand at a time."""
+
+    def __init__(
+        self, head: dict[str, Any], entries: dict[str, Any], default: Callable[[Any], Any] | None
+    ) -> None:
+        super().__init__()
+        self._pieces = self._make(head, entries, default)
+
+    @staticmethod
+    def _make(
+        head: dict[str, Any], entries: dict[str, Any], default: Callable[[Any], Any] | None
+    ) -> Iterator[bytes]:
+        def dumps(value: Any) -> str:
+            return json.dumps(value, separators=(",", ":"), default=default)
+
+        yield (dumps(head)[:-1] + ',"entries":{').encode()
+        items = list(entries.items())
+        for start in range(0, len(items), _PIECE):
+            piece = dumps(dict(items[start : start + _PIECE]))[1:-1]
+            yield (piece if start == 0 else "," + piece).encode()
+        yield b"}}"
+
+    def readable(self) -> bool:
+        """Read by shutil.copyfileobj."""
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        """The next piece (whatever its size; b"" at the end)."""
+        return next(self._pieces, b"")
+
+
+def _encoded(
+    head: dict[str, Any], entries: dict[str, Any], default: Callable[[Any], Any] | None
+) -> BinaryIO:
+    return cast(BinaryIO, _Pieces(head, entries, default))
 
 
 def _problem(exc: BaseException) -> str:
