@@ -794,3 +794,65 @@ def test_a_setup_log_is_read_from_its_end_never_through_a_link(tmp_path: Path) -
     assert workspaces.log_tail(tmp_path, world) == b""
     log.unlink()
     assert workspaces.log_tail(tmp_path, world) == b""
+
+
+# -- a hostile setup ---------------------------------------------------------------------
+
+# a setup that leaves a `.git` of its own in its product: a file naming another
+# repository's git folder, or a repository whose configuration names a program to sign
+# commits with (a script in the tree that leaves a mark where the sandbox cannot write)
+PLANT_GITDIR = "open('.git', 'w').write('gitdir: {victim}/.git\\n'); open('p.txt', 'w').write('p')"
+PLANT_SIGNER = textwrap.dedent(
+    """\
+    import os, subprocess
+    subprocess.run(["git", "init", "-q"], check=True)
+    with open("sign.sh", "w") as handle:
+        handle.write("#!/bin/sh\\ntouch {mark}\\ncat >/dev/null\\nexit 1\\n")
+    os.chmod("sign.sh", 0o755)
+    signer = "[commit]\\n\\tgpgSign = true\\n[gpg]\\n\\tprogram = %s/sign.sh\\n"
+    with open(".git/config", "a") as handle:
+        handle.write(signer % os.getcwd())
+    """
+)
+
+
+@needs_bwrap
+def test_a_git_folder_the_setup_leaves_is_never_brigades(project: Project) -> None:
+    make_repo(project.root / "repo", ["r1"])
+    victim = project.root / "victim"
+    make_repo(victim, ["v1"])
+    before = git(victim, "rev-parse", "HEAD")
+    mark = project.root / "signed-outside"
+    project.log.touch()
+    seat = {"cli": FAKE_CLI, "sandbox": {"writable": [str(project.log)]}}
+    project.write_roster({"agent": seat}, sandbox="required")
+    project.write_manifest(
+        [
+            {
+                "id": case,
+                "prompt": "answer: ok",
+                "workspace": {"repo": "repo"},
+                "setup": [[sys.executable, "-c", script]],
+                "graders": [{"type": "command", "command": "test -f version.txt"}],
+            }
+            for case, script in (
+                ("gitdir", PLANT_GITDIR.format(victim=victim)),
+                ("signer", PLANT_SIGNER.format(mark=mark)),
+            )
+        ],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {"gitdir:agent:1": "accepted", "signer:agent:1": "accepted"}
+    # no commit was made in the repository the setup named, no program it named ran
+    assert git(victim, "rev-parse", "HEAD") == before
+    assert git(victim, "status", "--porcelain") == ""
+    assert not mark.exists()
+    # each built tree is brigade's repository of one commit, holding what the setup made
+    for tree in (project.out / "workspaces").glob("*/tree"):
+        assert (tree / ".git").is_dir()
+        assert git(tree, "rev-list", "--count", "HEAD").strip() == "1"
+        log = (tree.parent / "setup.log").read_text()
+        assert "removed the .git the setup left" in log, log
+    assert len(list((project.out / "workspaces").glob("*/tree"))) == 2

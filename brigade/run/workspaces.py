@@ -348,6 +348,9 @@ def _build_in(
             shutil.rmtree(files, ignore_errors=True)
             return Built(False, None, f"{failed} (log: {log_name})")
     try:
+        if _drop_git(files):
+            note = b"brigade: removed the .git the setup left (not brigade's)\n"
+            store.atomic_write_bytes(log, _read(log) + note)
         head = _commit(files)
     except OSError as exc:
         shutil.rmtree(files, ignore_errors=True)
@@ -438,12 +441,24 @@ def _read(path: Path) -> bytes:
         return b""
 
 
+def _drop_git(files: Path) -> bool:
+    """Remove what the setup left at `files/.git` (never followed); whether there was one.
+
+    The setup's product is not trusted: a `.git` file naming another repository would
+    have brigade commit there, and a configuration of its own would name programs git
+    runs outside the sandbox (a commit's signer). The built tree's repository is made by
+    brigade alone."""
+    return fs.remove(files / ".git")
+
+
 def _commit(files: Path) -> str:
     """Make `files` a git repository of one commit holding everything in it; its sha."""
     for args in (
         ["init", "--quiet"],
         ["add", "--all", "--force", "."],
-        ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "brigade workspace"],
+        # (no signing: nothing the product could name runs)
+        ["commit", "--quiet", "--allow-empty", "--no-verify", "--no-gpg-sign"]
+        + ["-m", "brigade workspace"],
         ["rev-parse", "HEAD"],
     ):
         code, stdout, err = git(args, files, _COMMIT_ENV)
