@@ -856,3 +856,51 @@ def test_a_git_folder_the_setup_leaves_is_never_brigades(project: Project) -> No
         log = (tree.parent / "setup.log").read_text()
         assert "removed the .git the setup left" in log, log
     assert len(list((project.out / "workspaces").glob("*/tree"))) == 2
+
+
+# a read-only seat that gives itself the write bits back, then writes its copy and the
+# copy's git folder
+CHMOD_AND_WRITE = textwrap.dedent(
+    """\
+    import os, subprocess, sys
+    sys.stdin.read()
+    said = []
+    git_dir = subprocess.run(
+        ["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True
+    ).stdout.strip()
+    for path in (".", "version.txt", git_dir, os.path.join(git_dir, "HEAD")):
+        try:
+            os.chmod(path, 0o755)
+        except OSError:
+            pass
+    for path in ("version.txt", "new.txt", os.path.join(git_dir, "planted")):
+        try:
+            with open(path, "a") as handle:
+                handle.write("x")
+            said.append("wrote")
+        except OSError:
+            said.append("refused")
+    print(" ".join(said), subprocess.run(["git", "rev-list", "--count", "HEAD"],
+          capture_output=True, text=True).stdout.strip())
+    """
+)
+
+
+@needs_bwrap
+def test_a_read_only_copy_stays_read_only_in_the_sandbox_whatever_its_modes(
+    project: Project,
+) -> None:
+    make_repo(project.root / "repo", ["r1"])
+    seat = project.root / "chmod.py"
+    seat.write_text(CHMOD_AND_WRITE)
+    project.write_roster({"one": {"cli": f"exec:{sys.executable} {seat}"}}, sandbox="required")
+    project.write_manifest(
+        [{"id": "c", "prompt": "look", "workspace": {"repo": "repo"}}],
+        seats=("one",),
+        execution={"mode": "read-only"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    run = project.cell_dir("c:one:1") / "attempts/attempt-001/run"
+    # nothing written, and git still reads the copy's one commit
+    assert (run / "final.txt").read_text().split() == ["refused"] * 3 + ["1"]

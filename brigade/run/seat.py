@@ -215,7 +215,10 @@ def execute_seat(
                 env = isolated.environment(env, job.seat.env)
             if decision.applied == "sandbox":
                 try:
-                    if tree is not None:
+                    # a read-only copy stays read-only, its git metadata too (the sandbox
+                    # holds it so whatever modes the seat gives it back): only a writable
+                    # run's worktree is the seat's to write
+                    if tree is not None and job.writable:
                         git = scope.enter_context(sandbox.worktree_git(tree.root, tree.git_dir))
                     view = sandbox.seat_view(
                         job.seat,
