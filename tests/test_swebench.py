@@ -173,3 +173,61 @@ def test_a_bad_instance_is_named_by_its_line(line: str, problem: str) -> None:
     with pytest.raises(InputError) as caught:
         parse_instances(line + "\n", "data.jsonl")
     assert str(caught.value).startswith(problem)
+
+
+# -- a hostile instances file -------------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("repo", "acme//etc", "repo: must be owner/name or name"),
+        ("repo", "../outside", "repo: must be owner/name or name"),
+        ("repo", "acme/..", "repo: must be owner/name or name"),
+        ("instance_id", "bad\nid", "instance_id: must be a name"),
+        ("instance_id", "a:b", "instance_id: must be a name"),
+        ("instance_id", "x" * 201, "instance_id: must be a name"),
+        ("FAIL_TO_PASS", ["--junitxml=/tmp/x.xml"], "FAIL_TO_PASS: a test id cannot start"),
+        ("PASS_TO_PASS", ["-p", "evil"], "PASS_TO_PASS: a test id cannot start"),
+        ("problem_statement", DEEP, "data.jsonl:1: not a JSON object (nested deeper"),
+    ],
+)
+def test_a_hostile_instance_is_refused_on_one_line(field: str, value: object, problem: str) -> None:
+    doc = instance("acme__calc-1", "acme/calc", "0" * 40)
+    line = json.dumps({**doc, field: value})
+    if field == "problem_statement":
+        line = line.replace(json.dumps(value), value)  # the nesting itself, not a string
+    with pytest.raises(InputError) as caught:
+        parse_instances(line + "\n", "data.jsonl")
+    assert str(caught.value).startswith("data.jsonl:1: ")
+    assert problem in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_ids_that_spell_alike_get_test_patches_of_their_own(project: Project) -> None:
+    repos = project.root / "repos"
+    base = clone(repos / "acme__calc")
+    data = project.root / "instances.jsonl"
+    first = {**instance("acme/calc-1", "acme/calc", base), "test_patch": "FIRST\n"}
+    second = {**instance("acme_calc-1", "acme/calc", base), "test_patch": "SECOND\n"}
+    data.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    manifest = project.root / "bench.yaml"
+    args = ["--repos", str(repos), "--seats", "a"]
+    done = project.brigade("import", "swebench", str(data), "--to", str(manifest), *args)
+    assert done.returncode == 0, done.stderr
+    cases = yaml.safe_load(manifest.read_text())["cases"]
+    patches = [case["graders"][0]["test_patch_file"] for case in cases]
+    assert [(project.root / name).read_text() for name in patches] == ["FIRST\n", "SECOND\n"]
+    # a plain id keeps its plain name
+    assert patches[1] == "swebench/acme_calc-1.test.patch"
+    # ids that differ only in case would share one file on a case-insensitive disk: refused
+    upper = {**second, "instance_id": "ACME_calc-1"}
+    data.write_text(json.dumps(second) + "\n" + json.dumps(upper) + "\n")
+    (project.root / "other").mkdir()
+    other = project.root / "other" / "bench.yaml"
+    refused = project.brigade("import", "swebench", str(data), "--to", str(other), *args)
+    assert refused.returncode == 2
+    assert "ACME_calc-1: its test patch would be" in refused.stderr
+    assert not other.exists()

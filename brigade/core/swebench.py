@@ -9,16 +9,22 @@ tests, requiring each of them (resolved = every one passes, as SWE-bench defines
 
 from __future__ import annotations
 
-import json
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from brigade.core import jsontext
 from brigade.errors import InputError
 
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "test_patch")
 TEST_LISTS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+# a case id as a manifest takes it: no ':', no control character, no surrounding space
+_CASE_ID = re.compile(r"[^:\s\x00-\x1f\x7f]([^:\x00-\x1f\x7f]*[^:\s\x00-\x1f\x7f])?")
+MAX_ID = 200
+# a repository as SWE-bench names it (`owner/name`): plain names, nothing a path could climb
+_REPO_PART = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def parse_instances(text: str, label: str) -> list[dict[str, Any]]:
@@ -31,7 +37,7 @@ def parse_instances(text: str, label: str) -> list[dict[str, Any]]:
             continue
         where = f"{label}:{number}"
         try:
-            doc = json.loads(line)
+            doc = jsontext.parse(line, limit=None)
         except ValueError as exc:
             raise InputError(f"{where}: not a JSON object ({exc})") from None
         if not isinstance(doc, dict):
@@ -39,6 +45,16 @@ def parse_instances(text: str, label: str) -> list[dict[str, Any]]:
         for key in REQUIRED:
             if not isinstance(doc.get(key), str) or not doc[key]:
                 raise InputError(f"{where}: {key}: must be a non-empty string")
+        if len(doc["instance_id"]) > MAX_ID or not _CASE_ID.fullmatch(doc["instance_id"]):
+            raise InputError(
+                f"{where}: instance_id: must be a name of at most {MAX_ID} characters without "
+                "':', control characters or surrounding spaces (it is the case's id)"
+            )
+        if not repo_name(doc["repo"]):
+            raise InputError(
+                f"{where}: repo: must be owner/name or name (letters, digits, '.', '_', '-'), "
+                f"not {doc['repo']!r}"
+            )
         for key in TEST_LISTS:
             doc[key] = test_list(doc.get(key, []), f"{where}: {key}")
         if not doc["FAIL_TO_PASS"] and not doc["PASS_TO_PASS"]:
@@ -65,12 +81,25 @@ def test_list(value: Any, where: str) -> list[str]:
     string holding the list)."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsontext.parse(value, limit=None)
         except ValueError:
             raise InputError(f"{where}: must be a list of test ids") from None
     if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
         raise InputError(f"{where}: must be a list of test ids")
+    for test in value:
+        # pytest reads such a word as an option (--junitxml=..., -p PLUGIN), never a test
+        if test.startswith("-") or "\0" in test:
+            raise InputError(f"{where}: a test id cannot start with '-' or hold NUL: {test!r}")
     return value
+
+
+def repo_name(repo: str) -> bool:
+    """Whether `repo` is `owner/name` or `name` of plain names (no '..', no root, no '//'):
+    its clone is looked for under --repos only."""
+    parts = repo.split("/")
+    return len(parts) <= 2 and all(
+        _REPO_PART.fullmatch(part) and part not in (".", "..") for part in parts
+    )
 
 
 def junit_name(test_id: str) -> str:
@@ -85,7 +114,11 @@ def junit_name(test_id: str) -> str:
 
 def patch_name(instance_id: str) -> str:
     """The file (under the manifest's folder) a case's test patch is written to."""
-    return f"swebench/{_SAFE_NAME.sub('_', instance_id)}.test.patch"
+    safe = _SAFE_NAME.sub("_", instance_id)
+    if safe != instance_id or safe.startswith("."):
+        # ids spelled alike once made safe (`a/b`, `a_b`) keep files of their own
+        safe = f"{safe}-{hashlib.sha256(instance_id.encode()).hexdigest()[:12]}"
+    return f"swebench/{safe}.test.patch"
 
 
 def case_of(instance: Mapping[str, Any], repo_path: str) -> dict[str, Any]:

@@ -54,6 +54,12 @@ def import_swebench(
         target = base / swebench.patch_name(instance["instance_id"])
         if target.exists():
             raise InputError(f"{target}: exists; brigade import never overwrites a file")
+        if any(str(other).casefold() == str(target).casefold() for other in patches):
+            # (ids differing in case only: one file on a case-insensitive disk)
+            raise InputError(
+                f"{source}: {instance['instance_id']}: its test patch would be {target}, "
+                "another instance's too"
+            )
         patches[target] = instance["test_patch"]
     roster_name = None
     if roster is not None:
