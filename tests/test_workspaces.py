@@ -512,6 +512,33 @@ def test_tests_named_by_graders_are_hidden_from_the_seat(project: Project) -> No
     assert not (repo / "test_new.py").exists()
 
 
+@needs_bwrap
+def test_an_inline_test_patch_is_hidden_with_the_manifest_that_holds_it(
+    project: Project,
+) -> None:
+    repo = project.root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bug")
+    seat = project.root / "peek.py"
+    seat.write_text(PEEK)
+    # the seat looks for the hidden test where it is written: in the manifest itself
+    peek = f"exec:{sys.executable} {seat} {project.manifest}"
+    project.write_roster({"agent": {"cli": peek}}, sandbox="required")
+    graded = {"type": "command", "command": ["{python}", "test_new.py"], "test_patch": TEST_PATCH}
+    project.write_manifest(
+        [{"id": "fix", "prompt": "fix add", "workspace": {"repo": "repo"}, "graders": [graded]}],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {"fix:agent:1": "accepted"}
+    run = project.cell_dir("fix:agent:1") / "attempts/attempt-001/run"
+    assert (run / "final.txt").read_text().split()[0] in ("blank", "unreadable")
+
+
 def test_an_inline_test_patch_grades_and_one_that_does_not_apply_is_a_grader_error(
     project: Project,
 ) -> None:

@@ -296,6 +296,7 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         sandbox=options.sandbox,
         budget=spending_cap(options.max_cost, manifest, roster),
         secret_env=plan.secret_env,
+        manifest=manifest.path,
     )
     inputs_ = Inputs(
         options=options,

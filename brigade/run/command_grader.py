@@ -234,15 +234,20 @@ def post_run_workspace(setting: Setting, *, changes: bool = True) -> Iterator[Pl
 TEST_PATCH = "test.patch"
 
 
-def unseen_paths(specs: Sequence[Mapping[str, Any]], manifest_dir: Path) -> tuple[str, ...]:
+def unseen_paths(
+    specs: Sequence[Mapping[str, Any]], manifest_dir: Path, manifest: Path | None = None
+) -> tuple[str, ...]:
     """The files under the manifest's folder that command graders name (a `test_patch_file`,
-    a `{manifest_dir}/...` word of the command): the seat's sandbox hides them, so the agent
-    never reads the tests it is graded by."""
+    a `{manifest_dir}/...` word of the command), and the `manifest` itself when a grader's
+    `test_patch` is written inline in it: the seat's sandbox hides them, so the agent never
+    reads the tests it is graded by."""
     found: dict[str, None] = {}
     root = os.path.realpath(manifest_dir)
     for spec in specs:
         if spec.get("type") != "command":
             continue
+        if spec.get("test_patch") is not None and manifest is not None:
+            found[os.path.realpath(manifest)] = None
         name = spec.get("test_patch_file")
         if isinstance(name, str) and name:
             found[os.path.normpath(os.path.join(root, name))] = None

@@ -91,7 +91,8 @@ class RunContext:
     budget: Budget | None = None
     # the roster's `secrets.env`: more variables whose values are secrets (details quote none)
     secret_env: tuple[str, ...] = ()
-    # the manifest file (a regrade's, from plan.json): where a removed workspace's setup is
+    # the manifest file (a run's, or a regrade's from plan.json): where a removed workspace's
+    # setup is, and what a seat must not read when a grader's test patch is written in it
     manifest: Path | None = None
 
 
@@ -337,7 +338,7 @@ def seat_start(ctx: RunContext, cell: Cell, attempt: int) -> SeatJob | SeatRun:
             log = _setup_log(ctx, cell)
             return unlaunched_run(job, rdir, ctx.out, detail, "setup_failed", log=log)
         head = built.head
-    hidden = unseen_paths(cell.graders, ctx.manifest_dir)
+    hidden = unseen_paths(cell.graders, ctx.manifest_dir, ctx.manifest)
     return seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox, hidden=hidden)
 
 
