@@ -931,3 +931,53 @@ def test_a_read_only_copy_stays_read_only_in_the_sandbox_whatever_its_modes(
     run = project.cell_dir("c:one:1") / "attempts/attempt-001/run"
     # nothing written, and git still reads the copy's one commit
     assert (run / "final.txt").read_text().split() == ["refused"] * 3 + ["1"]
+
+
+# a seat that looks for its case's later history in the repository the case names (found
+# by searching the disk; here the prompt names it)
+HISTORY = textwrap.dedent(
+    """\
+    import os, subprocess, sys
+    repo = sys.stdin.read().strip()
+    said = []
+    for name in ("version.txt", ".git/HEAD"):
+        try:
+            said.append(open(os.path.join(repo, name)).read().strip().replace(" ", "_"))
+        except OSError:
+            said.append("unreadable")
+    log = subprocess.run(["git", "-C", repo, "log", "--all", "--format=%s"],
+                         capture_output=True, text=True).stdout.split()
+    print(" ".join(said), ",".join(log) or "no-history")
+    """
+)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["writable-worktree", "read-only"])
+def test_the_cases_own_repository_is_hidden_from_its_seat(project: Project, mode: str) -> None:
+    make_repo(project.root / "repo", ["r1", "r2-the-fix"])
+    seat = project.root / "history.py"
+    seat.write_text(HISTORY)
+    project.write_roster({"one": {"cli": f"exec:{sys.executable} {seat}"}}, sandbox="required")
+    # the tests the seat's code runs under look for it too (and would take the fix)
+    grader = {
+        "type": "command",
+        "command": f"cd {project.root}/repo; test ! -e version.txt && test ! -e .git",
+    }
+    project.write_manifest(
+        [
+            {
+                "id": "c",
+                "prompt": str(project.root / "repo"),
+                "workspace": {"repo": "repo", "commit": "HEAD~1"},
+                "graders": [grader],
+            }
+        ],
+        seats=("one",),
+        execution={"mode": mode},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    assert project.states() == {"c:one:1": "accepted"}
+    run = project.cell_dir("c:one:1") / "attempts/attempt-001/run"
+    assert (run / "final.txt").read_text().split() == ["unreadable", "unreadable", "no-history"]

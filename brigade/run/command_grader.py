@@ -373,7 +373,12 @@ def command_sandbox(
                 writable=(folder, *writable),
                 # the answer (BRIGADE_ANSWER_FILE) and the manifest's files ({manifest_dir})
                 readable=(setting.run_dir, ctx.manifest_dir, *readable),
-                hidden=(setting.out, setting.workspace / ".brigade" / "evals", *hidden),
+                hidden=(
+                    setting.out,
+                    setting.workspace / ".brigade" / "evals",
+                    *map(Path, setting.unseen),
+                    *hidden,
+                ),
                 # the program and what its command line names (a checkout under /tmp)
                 visible=(setting.workspace, *program_folders(argv, place.cwd, env)),
             )

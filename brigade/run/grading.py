@@ -92,6 +92,8 @@ class Setting:
     # a read-only run of a case with a workspace of its own: its built commit (a command
     # runs in a fresh worktree of it, never in the tree every attempt starts from)
     own_head: str | None = None
+    # what a command must not see: its case's source (a repository with its later history)
+    unseen: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -339,6 +339,9 @@ def seat_start(ctx: RunContext, cell: Cell, attempt: int) -> SeatJob | SeatRun:
             return unlaunched_run(job, rdir, ctx.out, detail, "setup_failed", log=log)
         head = built.head
     hidden = unseen_paths(cell.graders, ctx.manifest_dir, ctx.manifest)
+    if cell.workspace is not None:
+        # the case's source (its later history, a newer checkout): the seat has its copy
+        hidden = (*hidden, *workspaces.source_paths(cell.workspace))
     return seat_job(cell, attempt, head=head, sandbox_mode=ctx.sandbox, hidden=hidden)
 
 
@@ -515,6 +518,7 @@ def grade_context(
         command_timeout=ctx.command_timeout,
         sandbox=ctx.sandbox,
         own_head=_own_head(ctx, cell),
+        unseen=workspaces.source_paths(cell.workspace) if cell.workspace is not None else (),
     )
     return graders.GradeContext(
         cell_id=cell.cell_id,

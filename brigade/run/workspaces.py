@@ -569,6 +569,35 @@ def unbundle(cache: Path, shipment: Shipment, data: bytes) -> Path:
         return target
 
 
+_sources: dict[str, tuple[str, ...]] = {}
+
+
+def source_paths(workspace: WorkspaceSpec) -> tuple[str, ...]:
+    """What a seat must not see of its case's source: the repository (its later history, a
+    checkout that may hold the fix) and its git folder wherever that is, or the folder.
+    The seat has its own copy of the built commit; these are hidden from its sandbox."""
+    found = _sources.get(workspace.path)
+    if found is not None:
+        return found
+    paths = [workspace.path]
+    if workspace.kind == "repo":
+        code, out, _ = git(
+            ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+            Path(workspace.path),
+            timeout=60,
+        )
+        common = out.strip()
+        if code == 0 and common and not _is_within(common, workspace.path):
+            paths.append(common)  # a linked worktree's repository, elsewhere
+    _sources[workspace.path] = found = tuple(paths)
+    return found
+
+
+def _is_within(path: str, folder: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
 def paths_of(cells: Iterable[Any]) -> list[str]:
     """The distinct workspace paths of the cells' cases (the export's and report's)."""
     return sorted({cell.workspace.path for cell in cells if cell.workspace is not None})
