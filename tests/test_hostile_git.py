@@ -197,3 +197,45 @@ def test_a_locked_worktree_with_commits_of_its_own_leaves_the_checkout_clean(
     assert receipt["state"] == "accepted", (result.stderr, receipt)
     assert checkout_state(project.workspace) == before
     gc_works(project.workspace)
+
+
+# a seat that leaves a repository of its own inside its worktree, configured to run a
+# program whenever git looks at it (a filter of its files, fsmonitor), with files at the
+# paths the outer repository tracks (git asks the nested one whether it is modified)
+NESTED = """\
+import os, pathlib, subprocess, sys
+env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+env.update(GIT_AUTHOR_NAME="a", GIT_AUTHOR_EMAIL="a@a", GIT_COMMITTER_NAME="a",
+           GIT_COMMITTER_EMAIL="a@a")
+sub = pathlib.Path("sub")
+sub.mkdir()
+(sub / "f.txt").write_text("one\\n")
+for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+    subprocess.run(["git", *args], cwd=sub, env=env, check=True, capture_output=True)
+with open(sub / ".git" / "config", "a") as config:
+    config.write('[filter "evil"]\\n\\tclean = "{clean}"\\n')
+    config.write('[core]\\n\\tfsmonitor = "{fsmonitor}"\\n')
+(sub / ".gitattributes").write_text("* filter=evil\\n")
+(sub / "README").write_text("x\\n")
+(sub / "f.txt").write_text("two\\n")
+pathlib.Path("README").write_text("changed by the seat\\n")
+print("done")
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_repository_the_seat_nests_in_its_worktree_runs_nothing_outside(
+    project: Project, mode: str
+) -> None:
+    markers = project.root / "markers"
+    markers.mkdir()
+    seat = NESTED.replace("{clean}", f"touch {markers}/nested-clean && cat").replace(
+        "{fsmonitor}", f"touch {markers}/nested-fsmonitor"
+    )
+    writable_project(project, mode, seat, "grep -q seat README")
+    result = project.run()
+    assert "Traceback" not in result.stderr
+    assert project.states() == {"attack:agent:1": "accepted"}, result.stderr
+    assert sorted(os.listdir(markers)) == []
+    patch = (Path(project.receipt("attack:agent:1")["run_dir"]) / "changes.patch").read_text()
+    assert "+changed by the seat" in patch

@@ -52,6 +52,10 @@ _PATCH_CONFIG = (
     "-c",
     "core.quotePath=true",
 )
+# a repository the seat nests in its worktree is never asked whether it is modified: git
+# would run `git status` in it, under the nested repository's own configuration (its
+# filters, its fsmonitor), outside the sandbox
+_NO_SUBMODULES = "--ignore-submodules=all"
 # large generated files are listed as changed but not copied into the run folder
 MAX_SNAPSHOT_BYTES = 5 * 1024 * 1024
 # nor is anything past this many bytes copied in all (a seat that fills node_modules)
@@ -377,7 +381,15 @@ class Inspection:
     def changes(self) -> tuple[list[str], list[str]]:
         """(changed or created paths, deleted paths) relative to the workspace, sorted."""
         diff = self._run(
-            ["diff", "--name-status", "-z", "--no-renames", self.worktree.repo.head, "--"]
+            [
+                "diff",
+                "--name-status",
+                "-z",
+                "--no-renames",
+                _NO_SUBMODULES,
+                self.worktree.repo.head,
+                "--",
+            ]
         ).decode("utf-8", "replace")
         changed: set[str] = set()
         deleted: set[str] = set()
@@ -405,6 +417,7 @@ class Inspection:
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
+            _NO_SUBMODULES,
             "--src-prefix=a/",
             "--dst-prefix=b/",
             *relative,
