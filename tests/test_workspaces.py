@@ -981,3 +981,17 @@ def test_the_cases_own_repository_is_hidden_from_its_seat(project: Project, mode
     assert project.states() == {"c:one:1": "accepted"}
     run = project.cell_dir("c:one:1") / "attempts/attempt-001/run"
     assert (run / "final.txt").read_text().split() == ["unreadable", "unreadable", "no-history"]
+
+
+def test_a_setup_that_prints_without_end_leaves_a_bounded_log(project: Project) -> None:
+    # a sparse stdout costs the setup nothing (make it 16 GiB): read whole, it would end
+    # brigade, and its log would be as large, on disk for real
+    grow = "import os; os.lseek(1, 256 << 20, 0); os.write(1, b'end\\n')"
+    world_project(project, setup=[[sys.executable, "-c", grow]])
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    log = next((project.out / "workspaces").glob("*/setup.log"))
+    assert log.stat().st_size < 4 << 20
+    # its end is kept (where a failing command says why)
+    text = log.read_text(errors="replace")
+    assert "bytes before not kept" in text and text.endswith("end\n")

@@ -49,6 +49,9 @@ SETUP_LOG = "setup.log"
 # how much of a failed setup's log each of its cells keeps in its own stderr.log (where
 # `brigade show`, the report and the viewer show a cell's stderr)
 LOG_TAIL = 16 * 1024
+# what setup.log keeps of each command's stdout and of its stderr (their end, where an
+# error is): the setup writes them and can make them any size (a sparse file costs nothing)
+SETUP_LOG_LIMIT = 1024 * 1024
 # the one commit of a built tree: fixed author and date, so equal files give equal commits
 _COMMIT_ENV = {
     "GIT_AUTHOR_NAME": "brigade",
@@ -417,7 +420,7 @@ def _run_setup(
                     confine=box.confine,
                 )
             parts.append(f"$ {' '.join(argv)}\n".encode())
-            parts += [_read(stdout), _read(stderr)]
+            parts += [_read_end(stdout, SETUP_LOG_LIMIT), _read_end(stderr, SETUP_LOG_LIMIT)]
             if not result.launched:
                 return f"setup command {number} could not start: {result.launch_error}"
             if result.timed_out:
@@ -439,6 +442,33 @@ def _read(path: Path) -> bytes:
         return store.read_regular(path)
     except OSError:
         return b""
+
+
+def _read_end(path: Path, limit: int) -> bytes:
+    """The last `limit` bytes of a command's output file (where its error is), saying how
+    much came before; b"" when it cannot be read as a regular file."""
+    try:
+        fd = fs.open_regular(path)
+    except OSError:
+        return b""
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            os.lseek(fd, size - limit, os.SEEK_SET)
+        chunks: list[bytes] = []
+        left = min(size, limit)
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        cut = f"brigade: {size - limit} bytes before not kept\n" if size > limit else ""
+        return cut.encode() + b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _drop_git(files: Path) -> bool:
