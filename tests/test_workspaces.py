@@ -539,6 +539,50 @@ def test_an_inline_test_patch_is_hidden_with_the_manifest_that_holds_it(
     assert (run / "final.txt").read_text().split()[0] in ("blank", "unreadable")
 
 
+@needs_bwrap
+def test_no_seat_reads_the_hidden_tests_of_another_case(project: Project) -> None:
+    repo = project.root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bug")
+    hidden = project.root / "hidden"
+    hidden.mkdir()
+    for name in ("a", "b"):
+        (hidden / f"{name}.patch").write_text(TEST_PATCH)
+    seat = project.root / "peek.py"
+    seat.write_text(PEEK)
+    # each case's seat looks for the other case's tests (a state folder its later cells
+    # read would carry them there)
+    peek = f"exec:{sys.executable} {seat} {hidden}/a.patch {hidden}/b.patch"
+    project.write_roster({"agent": {"cli": peek}}, sandbox="required")
+    project.write_manifest(
+        [
+            {
+                "id": name,
+                "prompt": "fix add",
+                "workspace": {"repo": "repo"},
+                "graders": [
+                    {
+                        "type": "command",
+                        "command": ["{python}", "test_new.py"],
+                        "test_patch_file": f"hidden/{name}.patch",
+                    }
+                ],
+            }
+            for name in ("a", "b")
+        ],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 0, done.stderr
+    for coordinate in ("a:agent:1", "b:agent:1"):
+        run = project.cell_dir(coordinate) / "attempts/attempt-001/run"
+        seen = (run / "final.txt").read_text().split()
+        assert len(seen) == 2 and set(seen) <= {"blank", "unreadable"}, (coordinate, seen)
+
+
 def test_an_inline_test_patch_grades_and_one_that_does_not_apply_is_a_grader_error(
     project: Project,
 ) -> None:

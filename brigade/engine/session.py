@@ -33,6 +33,7 @@ from brigade.outdir.adaptive import trial_counts
 from brigade.outdir.planfile import PlanOnDisk, plan_against_disk, write_plan
 from brigade.outdir.scan import Scan, scan
 from brigade.run import graders
+from brigade.run.command_grader import battery_unseen
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
 
 if TYPE_CHECKING:
@@ -297,6 +298,11 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         budget=spending_cap(options.max_cost, manifest, roster),
         secret_env=plan.secret_env,
         manifest=manifest.path,
+        unseen=battery_unseen(
+            {id(case.graders): case.graders for case in manifest.cases}.values(),
+            manifest.directory,
+            manifest.path,
+        ),
     )
     inputs_ = Inputs(
         options=options,

@@ -33,7 +33,7 @@ import os
 import shlex
 import stat
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -264,6 +264,17 @@ def unseen_paths(
                 path = os.path.normpath(os.path.join(root, relative))
                 if relative and path.startswith(root + os.sep):
                     found[path] = None
+    return tuple(found)
+
+
+def battery_unseen(
+    graders: Iterable[Sequence[Mapping[str, Any]]], manifest_dir: Path, manifest: Path | None
+) -> tuple[str, ...]:
+    """`unseen_paths` of every case of a battery: a seat reads no case's hidden tests (it
+    could keep another case's in a state folder its later cells read)."""
+    found: dict[str, None] = {}
+    for specs in graders:
+        found.update(dict.fromkeys(unseen_paths(specs, manifest_dir, manifest)))
     return tuple(found)
 
 

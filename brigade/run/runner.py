@@ -94,6 +94,9 @@ class RunContext:
     # the manifest file (a run's, or a regrade's from plan.json): where a removed workspace's
     # setup is, and what a seat must not read when a grader's test patch is written in it
     manifest: Path | None = None
+    # the hidden tests of every case of the battery (command graders' files): no seat sees
+    # another case's either
+    unseen: tuple[str, ...] = ()
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free
@@ -338,7 +341,7 @@ def seat_start(ctx: RunContext, cell: Cell, attempt: int) -> SeatJob | SeatRun:
             log = _setup_log(ctx, cell)
             return unlaunched_run(job, rdir, ctx.out, detail, "setup_failed", log=log)
         head = built.head
-    hidden = unseen_paths(cell.graders, ctx.manifest_dir, ctx.manifest)
+    hidden = (*unseen_paths(cell.graders, ctx.manifest_dir, ctx.manifest), *ctx.unseen)
     if cell.workspace is not None:
         # the case's source (its later history, a newer checkout): the seat has its copy
         hidden = (*hidden, *workspaces.source_paths(cell.workspace))
