@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -21,6 +23,8 @@ from typing import Any
 import pytest
 from agents.fake_cli import install
 from conftest import FAKE_CLI, Project, brigade_command, git
+
+from brigade.run import sandbox
 
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
@@ -752,3 +756,58 @@ def test_a_bundle_is_sent_once_per_run_and_again_when_its_copy_was_lost(
     future.status = "lost"
     executor._ship(cell, "a" * 40)
     assert len(sent) == 2
+
+
+# a seat that lists what its worker keeps beside its copy of its case's workspace (other
+# cases' copies, data the worker spilled to disk) and in the worker's folder itself
+NEIGHBOURS = """\
+import os, subprocess, sys
+sys.stdin.read()
+common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                        capture_output=True, text=True).stdout.strip()
+cache = os.path.dirname(os.path.dirname(common))
+print(len(os.listdir(cache)), len(os.listdir(os.path.dirname(cache))))
+"""
+
+
+@pytest.mark.skipif(not sandbox.probe().ok, reason="no sandbox here")
+def test_a_seat_on_a_worker_sees_its_own_copy_and_nothing_else_of_the_worker(
+    project: Project,
+) -> None:
+    # one worker whose folder is outside /tmp (the sandbox's /tmp is private anyway)
+    local = Path(tempfile.mkdtemp(prefix="brigade-test-worker-", dir="/var/tmp"))
+    single = Cluster(project.root / "cluster")
+    single.root.mkdir()
+    try:
+        single.start_scheduler()
+        single._spawn(
+            "worker", "worker", single.address, "--host", "127.0.0.1", "--resources", "exec=8",
+            "--nworkers", "1", "--nthreads", "8", "--no-dashboard", "--local-directory",
+            str(local),
+        )  # fmt: skip
+        single.wait_for_workers(1)
+        for name in ("repo-a", "repo-b"):
+            repo = project.root / name
+            repo.mkdir()
+            git(repo, "init", "-q")
+            (repo / "version.txt").write_text(f"{name}\n")
+            git(repo, "add", "-A")
+            git(repo, "commit", "-qm", name)
+        seat = project.root / "neighbours.py"
+        seat.write_text(NEIGHBOURS)
+        roster = {"agent": {"cli": f"exec:{sys.executable} {seat}"}}
+        project.write_roster(roster, sandbox="required")
+        cases = [{"id": n, "prompt": "look", "workspace": {"repo": f"repo-{n}"}} for n in "ab"]
+        project.write_manifest(cases, trials=2, execution={"mode": "writable-worktree"})
+        # the first case's copy is made before the second case's seats run
+        first = project.run("--executor", "dask", "--scheduler", single.address, "--case", "a")
+        assert first.returncode == 0, (first.stderr, single.logs())
+        done = project.run("--executor", "dask", "--scheduler", single.address)
+        assert done.returncode == 0, (done.stderr, faults(project), single.logs())
+    finally:
+        single.stop()
+        shutil.rmtree(local, ignore_errors=True)
+    for coordinate in ("b:agent:1", "b:agent:2"):
+        run = project.cell_dir(coordinate) / "attempts/attempt-001/run"
+        # its own copy alone in the cache; nothing of the worker's own folder
+        assert (run / "final.txt").read_text().split() == ["1", "1"], coordinate

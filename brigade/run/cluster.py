@@ -399,6 +399,7 @@ def run_on_worker(
             f"{worker.address}, which did not run the seat a second time"
         )
         return RemoteRun(run=None, files={}, worker=worker.address, lost=lost)
+    job = worker_hidden(job, Path(worker.local_directory))
     with tempfile.TemporaryDirectory(prefix="brigade-seat-") as scratch:
         # brigade's files of the run here go back; the seat's own folder stays
         rdir, sdir = Path(scratch) / "run", Path(scratch) / "seat"
@@ -422,6 +423,17 @@ def run_on_worker(
             job = localise(job, Path(coordinator_workspace), workspace)
             run = execute_seat(job, workspace, rdir, sdir, should_stop=_cancelled(worker, key))
         return RemoteRun(run=run, files=_pack(rdir), worker=worker.address)
+
+
+def worker_hidden(job: SeatJob, local: Path) -> SeatJob:
+    """The job with the worker's own folder hidden from its seat's sandbox: the copies of
+    other cases' workspaces, what the worker spilled to disk (other seats' results). Its
+    own copy, inside, stays visible (the sandbox binds the folder it runs from)."""
+    box = job.seat.sandbox
+    seat = dataclasses.replace(
+        job.seat, sandbox=dataclasses.replace(box, hidden=(*box.hidden, str(local)))
+    )
+    return dataclasses.replace(job, seat=seat)
 
 
 def worker_workspace(coordinator_workspace: str) -> tuple[Path | None, str]:
