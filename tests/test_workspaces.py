@@ -1039,3 +1039,45 @@ def test_a_setup_that_prints_without_end_leaves_a_bounded_log(project: Project) 
     # its end is kept (where a failing command says why)
     text = log.read_text(errors="replace")
     assert "bytes before not kept" in text and text.endswith("end\n")
+
+
+def test_a_seat_that_breaks_the_test_patch_is_rejected_not_a_grader_error(
+    project: Project,
+) -> None:
+    repo = project.root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (repo / "test_calc.py").write_text("from calc import add\nassert add(1, 1) == 2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bug")
+    extends = textwrap.dedent(
+        """\
+        diff --git a/test_calc.py b/test_calc.py
+        --- a/test_calc.py
+        +++ b/test_calc.py
+        @@ -1,2 +1,3 @@
+         from calc import add
+         assert add(1, 1) == 2
+        +assert add(2, 3) == 5
+        """
+    )
+    graded = {"type": "command", "command": ["{python}", "test_calc.py"], "test_patch": extends}
+    own = {"repo": "repo"}
+    # a seat that cannot fix the code rewrites the test the patch extends: the patch no
+    # longer applies over its changes, though it does at the base commit
+    sabotage = "write: test_calc.py=print('no test')\nanswer: done"
+    project.write_manifest(
+        [
+            {"id": "sabotage", "prompt": sabotage, "workspace": own, "graders": [graded]},
+            {"id": "honest", "prompt": "answer: cannot", "workspace": own, "graders": [graded]},
+        ],
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run()
+    assert done.returncode == 1, done.stderr
+    assert project.states() == {"sabotage:agent:1": "rejected", "honest:agent:1": "rejected"}
+    result = project.receipt("sabotage:agent:1")["graders"][0]
+    assert result["score"] == 0.0
+    assert "does not apply over the seat's changes" in result["detail"], result
+    assert "applies at the base commit" in result["detail"], result

@@ -292,11 +292,23 @@ def test_patch_text(spec: Mapping[str, Any], manifest_dir: Path) -> bytes | None
         raise GraderFault(f"test_patch_file {name!r} cannot be read: {exc}") from None
 
 
+class _SeatBrokeTests(Exception):
+    """The test patch applies at the run's base commit but not over the seat's changes: the
+    seat changed what the tests extend. Its doing, a failing score, never a grader fault
+    (else a seat that cannot pass would turn its rejection into a measurement failure)."""
+
+
 def _apply_test_patch(
-    spec: Mapping[str, Any], ctx: GradeContext, place: Place, folder: Path
+    spec: Mapping[str, Any],
+    ctx: GradeContext,
+    place: Place,
+    folder: Path,
+    setting: Setting | None = None,
 ) -> None:
     """Apply the grader's test patch (tests the agent never saw) in the post-run worktree,
-    before the command runs; GraderFault when there is no worktree or it does not apply."""
+    before the command runs; GraderFault when there is no worktree or it does not apply,
+    `_SeatBrokeTests` when it does not apply over the seat's changes only (`setting`: the
+    run whose base commit is tried then)."""
     text = test_patch_text(spec, ctx.manifest_dir)
     if text is None:
         return
@@ -314,7 +326,29 @@ def _apply_test_patch(
     code, _, err = gitcmd.Git(None, place.root).run([*args, str(patch)], timeout=600)
     if code != 0:
         said = " ".join(err.split()) or f"exit status {code}"
-        raise GraderFault(f"the test patch does not apply over the seat's changes: {said}")
+        message = f"the test patch does not apply over the seat's changes: {said}"
+        # over the seat's changes only (a writable run's): does it apply without them?
+        if place.patch is not None and setting is not None:
+            if _applies_at_base(setting, args, patch):
+                raise _SeatBrokeTests(
+                    f"{message} (it applies at the base commit: the seat changed what the "
+                    "tests extend)"
+                )
+        raise GraderFault(message)
+
+
+def _applies_at_base(setting: Setting, args: list[str], patch: Path) -> bool:
+    """Whether the test patch applies to a fresh worktree of the run's base commit."""
+    try:
+        with post_run_workspace(setting, changes=False) as base:
+            if base.root is None:
+                return False
+            code, _, _ = gitcmd.Git(None, base.root).run(
+                [*args, "--check", str(patch)], timeout=600
+            )
+            return code == 0
+    except GraderFault:
+        return False
 
 
 def expand(text: str, values: Mapping[str, str], *, quote: bool = False) -> str:
@@ -528,7 +562,7 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
     cases: list[JUnitCase] | None = None
     try:
         with post_run_workspace(setting) as place:
-            _apply_test_patch(spec, ctx, place, folder)
+            _apply_test_patch(spec, ctx, place, folder, setting)
             junit = _junit_file(spec, place.cwd, folder / WORK_FOLDER)
             before = _stat(junit)
             if place.patch is not None:
@@ -548,6 +582,9 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
         required = spec["require_tests"]
         if required == REQUIRE_BASE and cases is not None:
             required = _base_tests(spec, ctx, setting, folder)
+    except _SeatBrokeTests as broke:
+        check = {"name": "test patch", "passed": False, "detail": "does not apply"}
+        return Graded(0.0, str(broke), [check], {**extra, "logs": _logs(setting, folder)})
     except GraderFault as fault:
         raise GraderFault(str(fault), {**extra, "logs": _logs(setting, folder)}) from None
     extra["logs"] = _logs(setting, folder)
