@@ -6,6 +6,7 @@ without the sandbox."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -239,3 +240,27 @@ def test_a_repository_the_seat_nests_in_its_worktree_runs_nothing_outside(
     assert sorted(os.listdir(markers)) == []
     patch = (Path(project.receipt("attack:agent:1")["run_dir"]) / "changes.patch").read_text()
     assert "+changed by the seat" in patch
+
+
+# a seat that leaves files at names git refuses to hold (they would alias `.git` on
+# another file system): its cell is graded on the rest of its work, never an apparatus fault
+UNHOLDABLE = """\
+import pathlib
+pathlib.Path(".git.").write_text("x\\n")
+pathlib.Path("GIT~1").mkdir()
+pathlib.Path("GIT~1", "x").write_text("x\\n")
+pathlib.Path("README").write_text("changed by the seat\\n")
+print("done")
+"""
+
+
+def test_files_git_cannot_hold_are_left_out_of_the_changes(project: Project) -> None:
+    writable_project(project, "off", UNHOLDABLE, "grep -q seat README && test ! -e .git.")
+    result = project.run()
+    assert "Traceback" not in result.stderr
+    assert project.states() == {"attack:agent:1": "accepted"}, result.stderr
+    run = Path(project.receipt("attack:agent:1")["run_dir"])
+    patch = (run / "changes.patch").read_text()
+    assert "+changed by the seat" in patch
+    assert ".git." not in patch and "GIT~1" not in patch
+    assert json.loads((run / "run.json").read_text())["changed_files"] == ["README"]
