@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Project, git
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +27,13 @@ SEAT = textwrap.dedent(
         calc.write_text("def add(a, b):\\n    while True:\\n        pass\\n")
     elif "delete" in prompt:  # the failing tests out of the way, the bug left as it was
         Path("test_calc.py").unlink()
+    elif "vanish" in prompt:  # the test run ended before it writes its JUnit file
+        Path("conftest.py").write_text("import os\\nos._exit(3)\\n")
+    elif "forge" in prompt:  # a JUnit file that is no JUnit, and the run ended
+        Path("conftest.py").write_text(
+            "import os\\nopen(os.environ['BRIGADE_GRADER_DIR'] + '/junit.xml', 'w')"
+            ".write('<nope')\\nos._exit(3)\\n"
+        )
     elif "skip" in prompt:  # every test skipped
         tests = Path("test_calc.py")
         tests.write_text("import pytest\\npytestmark = pytest.mark.skip\\n" + tests.read_text())
@@ -182,3 +190,20 @@ def test_a_grader_that_cannot_start_is_a_grader_error_that_quotes_its_stderr(
         "the command could not start: cannot launch no-such-test-program: No such file or directory"
     )
     assert project.launches() == 1  # the grader edits reused the seat run
+
+
+@pytest.mark.parametrize("prompt", ["vanish", "forge"])
+def test_code_that_keeps_the_tests_from_reporting_is_rejected(
+    project: Project, prompt: str
+) -> None:
+    """A seat that cannot fix the bug ends the test run before it writes its JUnit file (or
+    leaves one that is no JUnit): at the base commit the command reports, so its changes
+    broke the measurement, a failing score and never a grader_error."""
+    fixit_project(project, prompt, require_tests=["test_calc.test_add"])
+    done = project.run()
+    assert done.returncode == 1, done.stderr
+    assert project.states() == {"fix:agent:1": "rejected"}
+    result = only_grade(project)
+    assert result["score"] == 0.0
+    assert "the seat's changes broke the test run" in result["detail"], result
+    assert result["component_checks"][0]["name"] == "test run"

@@ -21,7 +21,10 @@ requires (`require_tests`: a list of names, or `base`, every test that ran when 
 command ran at the run's base commit) and that did not run are failed component
 checks: deleting tests is no way to pass. A command that cannot start, and a JUnit
 file that is missing, stale or malformed, are grader_error: a broken measurement,
-never a zero; the detail ends with the last lines of the command's stderr.
+never a zero; the detail ends with the last lines of the command's stderr. But when
+the JUnit file (or the test patch) fails only over the seat's changes, the command
+reporting (the patch applying) at the run's base commit, the seat broke the
+measurement: a score of 0, never a grader_error it could hide a rejection behind.
 """
 
 from __future__ import annotations
@@ -560,6 +563,7 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
     extra: dict[str, Any] = {"exit_code": None}
     limit = ctx.time_limit
     cases: list[JUnitCase] | None = None
+    unmeasured: str | None = None  # why the JUnit file over the seat's changes is no report
     try:
         with post_run_workspace(setting) as place:
             _apply_test_patch(spec, ctx, place, folder, setting)
@@ -578,7 +582,11 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
                 try:
                     cases = _read_junit(named, junit, before, folder)
                 except GraderFault as fault:
-                    raise GraderFault(_with_stderr(str(fault), folder, ctx)) from None
+                    if place.patch is None:  # no seat's changes to tell apart
+                        raise GraderFault(_with_stderr(str(fault), folder, ctx)) from None
+                    unmeasured = _with_stderr(str(fault), folder, ctx)
+        if unmeasured is not None:
+            return _unmeasured(spec, ctx, setting, folder, unmeasured, extra)
         required = spec["require_tests"]
         if required == REQUIRE_BASE and cases is not None:
             required = _base_tests(spec, ctx, setting, folder)
@@ -613,6 +621,30 @@ def _grade(spec: Mapping[str, Any], ctx: GradeContext) -> Graded:
         raise GraderFault(_with_stderr(str(fault), folder, ctx), extra) from None
     checks += [_redacted_check(check, ctx.redact) for check in found]
     return Graded(score, f"{detail}; {status}", checks, extra)
+
+
+def _unmeasured(
+    spec: Mapping[str, Any],
+    ctx: GradeContext,
+    setting: Setting,
+    folder: Path,
+    why: str,
+    extra: dict[str, Any],
+) -> Graded:
+    """The grade when the command left no JUnit report over the seat's changes: when it
+    leaves one at the run's base commit, the seat's changes broke the test run (code that
+    ends the runner early, forges its report): a failing score, never a way to turn a
+    rejection into a measurement failure. Else the grader's own fault (GraderFault)."""
+    try:
+        _base_tests(spec, ctx, setting, folder)
+    except GraderFault:
+        raise GraderFault(why) from None
+    check = {"name": "test run", "passed": False, "detail": "no JUnit report"}
+    detail = (
+        f"{why} (at the base commit the command reports: the seat's changes broke the test "
+        "run)"
+    )
+    return Graded(0.0, detail, [check], {**extra, "logs": _logs(setting, folder)})
 
 
 def _base_tests(
