@@ -245,15 +245,66 @@ def atomic_write(
         os.close(folder)
 
 
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path: Path | str) -> None:
+    """Remove a folder and all in it however deep it nests, never following a link; OSError
+    when something cannot be removed. A process can nest folders deeper than any path
+    may be long, or than `shutil.rmtree` recurses (it raises RecursionError, whatever
+    `ignore_errors` says): every folder inside is moved up to be a child of `path` first,
+    so no path is longer than two names and two folders are open at a time."""
+    top = os.open(path, _FOLDER)
+    moved = 0
+    try:
+        os.fchmod(top, stat.S_IMODE(os.fstat(top).st_mode) | 0o700)
+        while True:
+            with os.scandir(top) as listed:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in listed]
+            folders = [name for name, is_dir in entries if is_dir]
+            for name, is_dir in entries:
+                if not is_dir:
+                    os.unlink(name, dir_fd=top)
+            if not folders:
+                break
+            for name in folders:
+                inner = os.open(name, _FOLDER, dir_fd=top)
+                try:
+                    os.fchmod(inner, stat.S_IMODE(os.fstat(inner).st_mode) | 0o700)
+                    with os.scandir(inner) as listed:
+                        children = [(e.name, e.is_dir(follow_symlinks=False)) for e in listed]
+                    for child, is_dir in children:
+                        if not is_dir:
+                            os.unlink(child, dir_fd=inner)
+                            continue
+                        while True:  # up beside `name`, under a name not taken
+                            moved += 1
+                            try:
+                                os.rename(
+                                    child, f".rm-{moved}", src_dir_fd=inner, dst_dir_fd=top
+                                )
+                                break
+                            except OSError as exc:
+                                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                                    raise
+                finally:
+                    os.close(inner)
+                os.rmdir(name, dir_fd=top)
+    finally:
+        os.close(top)
+    os.rmdir(path)
+
+
 def remove(path: Path | str) -> bool:
     """Remove whatever is at `path` without following it (a link goes, never its target; a
-    folder goes with all in it, links inside unfollowed). True when something was there."""
+    folder goes with all in it, however deep, links inside unfollowed). True when
+    something was there."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return False
     if stat.S_ISDIR(mode):
-        shutil.rmtree(path)
+        remove_tree(path)
     else:
         try:
             os.unlink(path)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import Project, git, git_workspace
 
+from brigade import fs
 from brigade.run import sandbox
 
 AVAILABLE = sandbox.probe()
@@ -264,3 +265,42 @@ def test_files_git_cannot_hold_are_left_out_of_the_changes(project: Project) -> 
     assert "+changed by the seat" in patch
     assert ".git." not in patch and "GIT~1" not in patch
     assert json.loads((run / "run.json").read_text())["changed_files"] == ["README"]
+
+
+# a seat that nests folders deeper than a path may be long (and than Python's recursion
+# limit) in its worktree, its worktree's git folder, its private objects folder and its
+# own run folder; it also says where its worktree is
+DEEP = """\
+import os, subprocess, sys
+def nest(where):
+    if not where:
+        return
+    os.chdir(where)
+    for _ in range(3000):
+        os.mkdir("d")
+        os.chdir("d")
+    open("f", "w").write("x")
+top = os.getcwd()
+git_dir = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True,
+                         text=True).stdout.strip()
+for where in (top, git_dir, os.environ.get("GIT_OBJECT_DIRECTORY"),
+              os.environ["BRIGADE_RUN_DIR"]):
+    nest(where)
+os.chdir(top)
+print(top)
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_folders_nested_past_any_path_length_are_removed(project: Project, mode: str) -> None:
+    writable_project(project, mode, DEEP, "true")
+    try:
+        result = project.run()
+        assert "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert project.states() == {"attack:agent:1": "accepted"}, result.stderr[-2000:]
+        run = Path(project.receipt("attack:agent:1")["run_dir"])
+        worktree = Path((run / "final.txt").read_text().strip())
+        assert worktree.name.startswith("brigade-worktree-") and not worktree.exists()
+        assert checkout_state(project.workspace)["worktrees"].count("worktree ") == 1
+    finally:
+        fs.remove(project.out)  # the seat's own folder, as deep as it made it

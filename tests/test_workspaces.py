@@ -425,6 +425,7 @@ def test_a_setup_past_its_time_limit_fails_its_case(project: Project) -> None:
 
 # -- tests the agent never sees -----------------------------------------------------------
 
+from brigade import fs  # noqa: E402
 from brigade.run import sandbox, workspaces  # noqa: E402
 
 AVAILABLE = sandbox.probe()
@@ -1081,3 +1082,44 @@ def test_a_seat_that_breaks_the_test_patch_is_rejected_not_a_grader_error(
     assert result["score"] == 0.0
     assert "does not apply over the seat's changes" in result["detail"], result
     assert "applies at the base commit" in result["detail"], result
+
+
+# a setup that nests folders deeper than a path may be long, in its product and in a
+# `.git` of its own, then fails or succeeds as told
+NEST = (
+    "import os, sys\n"
+    "for where in ('deep', '.git'):\n"
+    "    os.mkdir(where)\n"
+    "    os.chdir(where)\n"
+    "    for _ in range(3000):\n"
+    "        os.mkdir('d')\n"
+    "        os.chdir('d')\n"
+    "    os.chdir(os.environ['PWD'])\n"
+    "sys.exit(int(sys.argv[1]))\n"
+)
+
+
+def test_a_setup_that_nests_folders_without_end_is_built_or_failed_cleanly(
+    project: Project,
+) -> None:
+    make_repo(project.root / "repo", ["r1"])
+    project.write_manifest(
+        [
+            {
+                "id": case,
+                "prompt": "answer: ok",
+                "workspace": {"repo": "repo"},
+                "setup": [["sh", "-c", f'PWD=$(pwd) exec {sys.executable} -c "$0" {code}', NEST]],
+            }
+            for case, code in (("built", 0), ("failed", 1))
+        ],
+    )
+    try:
+        done = project.run()
+        assert "Traceback" not in done.stderr, done.stderr[-2000:]
+        assert done.returncode == 3, done.stderr[-2000:]
+        states = {"built:agent:1": "unscored", "failed:agent:1": "adapter_error"}
+        assert project.states() == states
+        assert not list((project.out / "workspaces").glob(".*"))  # no scratch left behind
+    finally:
+        fs.remove(project.out)  # the built tree, as deep as the setup made it

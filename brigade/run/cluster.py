@@ -26,6 +26,7 @@ local executor needs nothing beyond brigade's own dependencies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -400,7 +401,8 @@ def run_on_worker(
         )
         return RemoteRun(run=None, files={}, worker=worker.address, lost=lost)
     job = worker_hidden(job, Path(worker.local_directory))
-    with tempfile.TemporaryDirectory(prefix="brigade-seat-") as scratch:
+    scratch = tempfile.mkdtemp(prefix="brigade-seat-")
+    try:
         # brigade's files of the run here go back; the seat's own folder stays
         rdir, sdir = Path(scratch) / "run", Path(scratch) / "seat"
         rdir.mkdir()
@@ -423,6 +425,10 @@ def run_on_worker(
             job = localise(job, Path(coordinator_workspace), workspace)
             run = execute_seat(job, workspace, rdir, sdir, should_stop=_cancelled(worker, key))
         return RemoteRun(run=run, files=_pack(rdir), worker=worker.address)
+    finally:
+        # the seat's own folder is in there, nested as deep as it liked
+        with contextlib.suppress(OSError):
+            fs.remove(scratch)
 
 
 def worker_hidden(job: SeatJob, local: Path) -> SeatJob:

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brigade import fs
+
 PREFIX = "brigade-home-"
 # a login file is small; anything bigger (or not a regular file) is not provided
 MAX_AUTH_BYTES = 1 << 20
@@ -118,4 +120,8 @@ def remove(folder: Path) -> None:
             else:
                 function(path)
 
-    shutil.rmtree(folder, onerror=retry)
+    try:
+        shutil.rmtree(folder, onerror=retry)
+    except RecursionError:  # folders nested past Python's recursion: removed without it
+        with contextlib.suppress(OSError):
+            fs.remove(folder)

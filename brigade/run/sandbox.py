@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from brigade import fs
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.run import proc
 from brigade.run.home import IsolatedHome
@@ -373,7 +374,9 @@ def worktree_git(root: Path, git_dir: Path | None = None) -> Iterator[WorktreeGi
     try:
         yield WorktreeGit(root=root, git_dir=git_dir, common_dir=common_dir, objects=objects)
     finally:
-        shutil.rmtree(objects, ignore_errors=True)
+        # the seat wrote it: folders nested however deep
+        with contextlib.suppress(OSError):
+            fs.remove(objects)
 
 
 def expand_path(text: str, home: str, base: str) -> Path:

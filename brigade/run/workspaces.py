@@ -320,13 +320,12 @@ def build(
             "detail": built.detail,
         }
         store.write_json(scratch / STATE, record, STATE_SCHEMA)
-        if target.exists():
-            shutil.rmtree(target)
+        if os.path.lexists(target):
+            fs.remove(target)  # (an earlier build: the setup's product, nested however deep)
         os.replace(scratch, target)
         return built
     finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
+        _remove_quietly(scratch)
 
 
 def _build_in(
@@ -348,7 +347,7 @@ def _build_in(
     if setup is not None:
         failed = _run_setup(setup, files, log, scratch, sandbox_mode)
         if failed is not None:
-            shutil.rmtree(files, ignore_errors=True)
+            _remove_quietly(files)
             return Built(False, None, f"{failed} (log: {log_name})")
     try:
         if _drop_git(files):
@@ -356,7 +355,7 @@ def _build_in(
             store.atomic_write_bytes(log, _read(log) + note)
         head = _commit(files)
     except OSError as exc:
-        shutil.rmtree(files, ignore_errors=True)
+        _remove_quietly(files)
         return Built(False, None, f"the workspace could not be committed: {exc}")
     return Built(True, head)
 
@@ -469,6 +468,13 @@ def _read_end(path: Path, limit: int) -> bytes:
         return b""
     finally:
         os.close(fd)
+
+
+def _remove_quietly(folder: Path) -> None:
+    """Remove a folder a setup wrote in, however deep it nested folders (best effort)."""
+    with contextlib.suppress(OSError):
+        if os.path.lexists(folder):
+            fs.remove(folder)
 
 
 def _drop_git(files: Path) -> bool:
@@ -595,7 +601,7 @@ def unbundle(cache: Path, shipment: Shipment, data: bytes) -> Path:
                 if not (target / ".git").is_dir():
                     raise
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            _remove_quietly(scratch)
         return target
 
 

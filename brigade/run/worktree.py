@@ -241,7 +241,8 @@ def remove(worktree: Worktree) -> None:
         # twice --force: a lock the seat wrote keeps nothing
         _writable_again(worktree.root)
         git.run(["worktree", "remove", "--force", "--force", str(worktree.root)])
-        shutil.rmtree(worktree.root, ignore_errors=True)
+        # (however deep the seat nested folders: git and rmtree give up on those)
+        _remove_quietly(worktree.root)
         _drop_registration(worktree)
     if worktree.ledger is not None:
         with contextlib.suppress(OSError):
@@ -330,7 +331,14 @@ def _drop_registration(worktree: Worktree) -> None:
             return
     except OSError:
         return  # removed by git
-    shutil.rmtree(record, ignore_errors=True)
+    _remove_quietly(record)
+
+
+def _remove_quietly(folder: Path) -> None:
+    """Remove a folder a seat could have written, however deep (best effort)."""
+    with contextlib.suppress(OSError):
+        if os.path.lexists(folder):
+            fs.remove(folder)
 
 
 class Inspection:
