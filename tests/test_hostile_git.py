@@ -304,3 +304,57 @@ def test_folders_nested_past_any_path_length_are_removed(project: Project, mode:
         assert checkout_state(project.workspace)["worktrees"].count("worktree ") == 1
     finally:
         fs.remove(project.out)  # the seat's own folder, as deep as it made it
+
+
+# two seats on one case at once: one commits its work and waits, the other looks for the
+# first one's commit in the git folders of the other worktrees of its repository
+COMMITS = """\
+import os, subprocess, sys, time
+env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@a",
+       "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@a"}
+open("work.txt", "w").write("mine\\n")
+subprocess.run(["git", "add", "work.txt"], env=env, check=True)
+subprocess.run(["git", "commit", "-qm", "SECRET-PLAN"], env=env, check=True)
+time.sleep(6)
+print("committed")
+"""
+LOOKS = """\
+import glob, os, subprocess, time
+time.sleep(3)
+common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                        capture_output=True, text=True).stdout.strip()
+seen = []
+for path in glob.glob(os.path.join(common, "worktrees", "*", "logs", "HEAD")):
+    try:
+        seen.append("SECRET-PLAN" in open(path).read())
+    except OSError:
+        pass
+print("seen" if any(seen) else "nothing")
+"""
+
+
+@pytest.mark.skipif(not AVAILABLE.ok, reason=f"no sandbox: {AVAILABLE.detail}")
+def test_a_seat_sees_nothing_of_the_other_worktrees_of_its_repository(project: Project) -> None:
+    git_workspace(project)
+    commits, looks = project.root / "commits.py", project.root / "looks.py"
+    commits.write_text(COMMITS)
+    looks.write_text(LOOKS)
+    project.write_roster(
+        {
+            "commits": {"cli": f"exec:{sys.executable} {commits}"},
+            "looks": {"cli": f"exec:{sys.executable} {looks}"},
+        },
+        sandbox="required",
+    )
+    project.write_manifest(
+        [{"id": "c", "prompt": "work"}],
+        seats=("commits", "looks"),
+        execution={"mode": "writable-worktree"},
+    )
+    done = project.run("-n", "2")
+    assert done.returncode == 0, done.stderr
+    run = Path(project.receipt("c:looks:1")["run_dir"])
+    assert (run / "final.txt").read_text() == "nothing\n"
+    assert (Path(project.receipt("c:commits:1")["run_dir"]) / "final.txt").read_text() == (
+        "committed\n"
+    )

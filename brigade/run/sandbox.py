@@ -492,6 +492,9 @@ def seat_view(
     if git is not None:
         writable += [git.root, git.git_dir, git.objects]
         readable += git.protected()
+        # the other worktrees' git folders (another seat's index, its commits' messages
+        # in its reflog, a grader's): only this worktree's own is there
+        hidden.append(git.common_dir / "worktrees")
         setenv.update(git.inside_env())
     visible = [cwd, *([workspace] if workspace else []), Path(os.path.abspath(base))]
     visible += brigade_paths()  # brigade's interpreter ({python}, the codex driver)
@@ -533,9 +536,11 @@ def command_view(
     all_readable = list(readable)
     # the only place the command may make temporary files
     setenv: dict[str, str] = {"TMPDIR": "/tmp"}
+    all_hidden = [*hidden, *map(Path, HOST_CONTROL_SOCKETS)]
     if git is not None:
         all_writable += [git.root, git.git_dir, git.objects]
         all_readable += git.protected()
+        all_hidden.append(git.common_dir / "worktrees")  # other seats' and graders'
         setenv.update(git.inside_env())
     all_visible = [*visible, *brigade_paths()]
     if git is not None:
@@ -544,7 +549,7 @@ def command_view(
         cwd=cwd,
         writable=tuple(all_writable),
         readable=tuple(all_readable),
-        hidden=(*hidden, *map(Path, HOST_CONTROL_SOCKETS)),
+        hidden=tuple(all_hidden),
         visible=tuple(all_visible),
         network=network,
         setenv=setenv,
