@@ -248,6 +248,17 @@ def atomic_write(
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def _searchable(folder: int) -> None:
+    """Give the owner back a folder's permissions (a process may have taken them away), so
+    what is in it can be listed and removed; left as it is when that is not allowed."""
+    mode = stat.S_IMODE(os.fstat(folder).st_mode)
+    if mode & 0o700 != 0o700:
+        try:
+            os.fchmod(folder, mode | 0o700)
+        except OSError:
+            pass
+
+
 def remove_tree(path: Path | str) -> None:
     """Remove a folder and all in it however deep it nests, never following a link; OSError
     when something cannot be removed. A process can nest folders deeper than any path
@@ -257,7 +268,7 @@ def remove_tree(path: Path | str) -> None:
     top = os.open(path, _FOLDER)
     moved = 0
     try:
-        os.fchmod(top, stat.S_IMODE(os.fstat(top).st_mode) | 0o700)
+        _searchable(top)
         while True:
             with os.scandir(top) as listed:
                 entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in listed]
@@ -270,7 +281,7 @@ def remove_tree(path: Path | str) -> None:
             for name in folders:
                 inner = os.open(name, _FOLDER, dir_fd=top)
                 try:
-                    os.fchmod(inner, stat.S_IMODE(os.fstat(inner).st_mode) | 0o700)
+                    _searchable(inner)
                     with os.scandir(inner) as listed:
                         children = [(e.name, e.is_dir(follow_symlinks=False)) for e in listed]
                     for child, is_dir in children:

@@ -6,11 +6,13 @@ victim files are byte-identical, and that the run ends with its summary and exit
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from conftest import Project, git_workspace
 
+from brigade import fs
 from brigade.run import sandbox
 
 AVAILABLE = sandbox.probe()
@@ -241,3 +243,30 @@ def test_the_code_under_test_cannot_break_its_grading_or_a_regrade(
         assert victim.read_bytes() == b"the user's own notes\n"
     assert all(state != "running" for state in project.states().values())
     assert project.summary()["schema"] == "brigade.eval_summary.v1"
+
+
+def test_a_folder_nested_past_any_path_length_is_removed_without_following_links(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept.txt").write_text("kept\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / ".rm-1").mkdir()  # a name the removal itself uses, taken
+    (root / ".rm-1" / "x").write_text("x")
+    here = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(2500):  # deeper than a path may be long, than Python recurses
+            os.symlink(outside, "link", dir_fd=here)
+            os.mkdir("d", dir_fd=here)
+            inner = os.open("d", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = inner
+        os.mkdir("closed", dir_fd=here)
+        os.chmod("closed", 0, dir_fd=here)
+    finally:
+        os.close(here)
+    assert fs.remove(root)
+    assert not root.exists()
+    assert (outside / "kept.txt").read_text() == "kept\n"
