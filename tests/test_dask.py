@@ -24,6 +24,7 @@ import pytest
 from agents.fake_cli import install
 from conftest import FAKE_CLI, Project, brigade_command, git
 
+from brigade import fs
 from brigade.run import sandbox
 
 distributed = pytest.importorskip("distributed")
@@ -811,3 +812,26 @@ def test_a_seat_on_a_worker_sees_its_own_copy_and_nothing_else_of_the_worker(
         run = project.cell_dir(coordinate) / "attempts/attempt-001/run"
         # its own copy alone in the cache; nothing of the worker's own folder
         assert (run / "final.txt").read_text().split() == ["1", "1"], coordinate
+
+
+def test_a_run_folder_nested_past_any_path_length_is_packed(tmp_path: Path) -> None:
+    """An unconfined seat reaches its scratch run folder on the worker: folders it nests
+    there are skipped, the files brigade wrote go back."""
+    from brigade.run import cluster
+
+    rdir = tmp_path / "run"
+    (rdir / "changes" / "src").mkdir(parents=True)
+    (rdir / "stdout.log").write_text("out\n")
+    (rdir / "changes" / "src" / "a.py").write_text("a\n")
+    os.symlink("/etc/passwd", rdir / "link")
+    here = os.open(rdir, os.O_RDONLY)
+    for _ in range(2500):
+        os.mkdir("d", dir_fd=here)
+        inner = os.open("d", os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here = inner
+    os.close(here)
+    try:
+        assert cluster._pack(rdir) == {"changes/src/a.py": b"a\n", "stdout.log": b"out\n"}
+    finally:
+        fs.remove(rdir)

@@ -503,11 +503,33 @@ def localise(job: SeatJob, coordinator_workspace: Path, workspace: Path) -> Seat
 
 
 def _pack(rdir: Path) -> dict[str, bytes]:
-    """Every regular file brigade left in its scratch run folder (logs, changes/, records)."""
+    """Every regular file brigade left in its scratch run folder (logs, changes/, records),
+    found without following a link or recursing: an unconfined seat can reach the folder
+    and nest folders in it deeper than a path may be long."""
     files: dict[str, bytes] = {}
-    for path in sorted(rdir.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            name = path.relative_to(rdir).as_posix()
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        try:
+            with os.scandir(rdir / relative) as listed:
+                entries = [
+                    (
+                        entry.name,
+                        entry.is_dir(follow_symlinks=False),
+                        entry.is_file(follow_symlinks=False),
+                    )
+                    for entry in listed
+                ]
+        except OSError:  # gone, or deeper than a path can name: nothing brigade wrote
+            continue
+        for entry_name, is_dir, is_file in entries:
+            name = f"{relative}/{entry_name}" if relative else entry_name
+            if is_dir:
+                stack.append(name)
+                continue
+            if not is_file:
+                continue
+            path = rdir / name
             try:
                 if name in (STDOUT, STDERR):
                     # the seat held both open and may have made them any size (sparse):
@@ -515,6 +537,6 @@ def _pack(rdir: Path) -> dict[str, bytes]:
                     files[name] = fs.read_regular(path, LOG_READ_LIMIT)[:LOG_READ_LIMIT]
                 else:
                     files[name] = store.read_regular(path)
-            except OSError:  # gone or swapped for a FIFO since: not a file to ship
+            except OSError:  # a link, gone or swapped for a FIFO since: not a file to ship
                 continue
-    return files
+    return dict(sorted(files.items()))
