@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import json
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -499,6 +500,16 @@ def load_namespace(
             sys.stderr.write(printable(f"brigade: {line}\n"))
         lock.discard_refused()
         raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        # Ctrl-C before any run started (waiting for the lock with wait=1, loading a big
+        # battery): what `brigade run` says then, not a traceback out of doit's loader
+        sys.stderr.write(printable("brigade: interrupted\n"))
+        lock.discard_refused()
+        raise SystemExit(INTERRUPTED) from None
+
+
+# the exit code of a run stopped by Ctrl-C (128 + SIGINT), as the engine's
+INTERRUPTED = 128 + signal.SIGINT
 
 
 def _namespace_for(options: Options, invocation: Invocation) -> Loaded:
