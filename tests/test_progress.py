@@ -239,3 +239,29 @@ def test_ctrl_c_prints_the_counts_so_far(project: Project) -> None:
         "brigade: interrupted after 1 of 3 cells (unscored 1) in <t>; cells left running "
         "re-run on the next run"
     )
+
+
+def test_the_final_line_names_the_report_from_the_folder_doit_was_run_in(
+    project: Project,
+) -> None:
+    """`doit -k` from a subfolder of the project runs in the dodo's folder; the report
+    the final line names is still found from the folder the user typed it in."""
+    project.write_manifest(MIXED)
+    (project.root / "dodo.py").write_text(
+        'from brigade.dodo import battery\nglobals().update(battery("manifest.yaml"))\n'
+    )
+    sub = project.root / "sub"
+    sub.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "doit", "-k"],
+        cwd=sub,
+        capture_output=True,
+        text=True,
+        env=project.env(),
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    final = done.stderr.splitlines()[-1]
+    shown = final.rpartition("; report: ")[2]
+    assert (sub / shown).resolve() == project.root / ".brigade/evals/t/report/index.html"
+    assert (sub / shown).is_file(), final

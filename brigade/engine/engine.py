@@ -118,15 +118,19 @@ class Engine:
         listing: bool = False,
         check: bool = True,
         stream: IO[str] | None = None,
+        here: Path | None = None,
     ) -> None:
         """`listing`: a command that runs nothing (every cell is selected one by one, no
         scheduler); `check`: refuse now a seat with a cell to run whose program is missing
-        (a front door that learns its task names later checks then: `check_programs`)."""
+        (a front door that learns its task names later checks then: `check_programs`);
+        `here`: the folder the user ran the command in, which the paths the run names are
+        shown from (default: the current folder; plain doit runs in the dodo's folder)."""
         self.session = session  # replaced by each adaptive round (the plan grows)
         self.loaded = session  # what the run was loaded with (its scan, its plan)
         self.choice = choice if choice is not None else choose(session)
         self.listing = listing
         self.stream = stream or sys.stderr
+        self.here = here
         self.chosen = self.selection(self.choice, listing)
         self.cluster = _cluster(session)
         self.scope = scope_of(session, self.choice, self.chosen, listing)
@@ -671,7 +675,8 @@ class Engine:
         if headline is not None:
             parts = [headline, elapsed]
             if self.tally.summary_ran:
-                parts.append(f"report: {shown_path(self.out / REPORT_DIR / HTML_FILE)}")
+                report = self.out / REPORT_DIR / HTML_FILE
+                parts.append(f"report: {shown_path(report, self.here)}")
             self._say(f"brigade: {'; '.join(parts)}\n")
         notes, stopped = self.final_notes()
         for note in notes:
@@ -807,9 +812,10 @@ def plan_bucket(out: Path, plan: Plan) -> int:
     )
 
 
-def shown_path(path: Path) -> str:
-    """A path as the user will want it: relative to the current folder when under it."""
+def shown_path(path: Path, here: Path | None = None) -> str:
+    """A path as the user will want it: relative to the folder they ran the command in
+    (`here`; default the current folder) when under it, else as it is."""
     try:
-        return str(path.relative_to(Path.cwd()))
+        return str(path.relative_to(here or Path.cwd()))
     except ValueError:
         return str(path)

@@ -494,7 +494,7 @@ def load_namespace(
     invocation = invocation or Invocation()
     try:
         options = from_variables(variables, base=base, default_manifest=default_manifest)
-        return _namespace_for(options, invocation)
+        return _namespace_for(options, invocation, here=base)
     except BrigadeError as exc:
         for line in str(exc).splitlines():
             sys.stderr.write(printable(f"brigade: {line}\n"))
@@ -512,7 +512,7 @@ def load_namespace(
 INTERRUPTED = 128 + signal.SIGINT
 
 
-def _namespace_for(options: Options, invocation: Invocation) -> Loaded:
+def _namespace_for(options: Options, invocation: Invocation, *, here: Path | None) -> Loaded:
     if invocation.jobs is not None:
         options = dataclasses.replace(options, jobs=max(1, invocation.jobs))
     if invocation.always and invocation.runs():
@@ -534,11 +534,11 @@ def _namespace_for(options: Options, invocation: Invocation) -> Loaded:
             patterns=invocation.command in EXPANDING_COMMANDS,
         )
         listing = not invocation.runs()
-        engine = Engine(session, choose(session, named), listing=listing)
+        engine = Engine(session, choose(session, named), listing=listing, here=here)
         built = namespace(session, listing=listing, engine=engine)
     else:
         # plain doit: the process ends right after the run; the task names come with it
-        engine = Engine(session, check=False)
+        engine = Engine(session, check=False, here=here)
         built = namespace(session, late_names=True, engine=engine)
     return Loaded(session, engine, built, fresh_db=_fresh_db(session.inputs.out))
 
