@@ -77,6 +77,22 @@ def test_locked_lets_a_refused_run_leave_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "new").exists()  # the folders taking the lock made are gone
 
 
+def test_locked_lets_a_run_stopped_before_it_wrote_leave_nothing(tmp_path: Path) -> None:
+    """Ctrl-C while `brigade run` loads its battery (before the engine's handlers are in):
+    the new output folder and its lock go, as under plain doit; a folder with anything
+    else in it stays."""
+    out = tmp_path / "new" / "out"
+    with pytest.raises(KeyboardInterrupt), locked(out, wait=False):
+        raise KeyboardInterrupt
+    assert not lock.held(out)
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    with pytest.raises(KeyboardInterrupt), locked(kept, wait=False):
+        (kept / "plan.json").write_text("{}")
+        raise KeyboardInterrupt
+    assert (kept / "plan.json").exists()
+
+
 def test_locked_keeps_what_a_run_wrote(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with locked(out, wait=False):

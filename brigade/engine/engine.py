@@ -86,11 +86,12 @@ WAKE_SECONDS = 1.0
 @contextlib.contextmanager
 def locked(out: Path, *, wait: bool) -> Iterator[None]:
     """Hold the output directory's lock (waiting for it with `wait`); a refusal inside
-    (BrigadeError) lets it go with what taking it made, anything else releases it."""
+    (BrigadeError), or a Ctrl-C before the run's own handlers are in, lets it go with what
+    taking it made (only what nothing was written into since), anything else releases it."""
     lock.acquire(out, wait=wait)
     try:
         yield
-    except BrigadeError:
+    except (BrigadeError, KeyboardInterrupt):
         lock.discard_refused()
         raise
     finally:
