@@ -134,3 +134,42 @@ def test_the_scope_of_a_run_and_of_its_next_round(battery: Project) -> None:
     assert chosen.grown([cell]).subset == {"other", cell.cell_id}
     with pytest.raises(dataclasses.FrozenInstanceError):
         scope.total = 0  # type: ignore[misc]
+
+
+CRASH = """\
+import brigade.report.finish as finish
+
+
+def broken(*args, **kwargs):
+    raise RuntimeError("the finish broke")
+
+
+finish.finish_run = broken
+"""
+
+
+@pytest.mark.parametrize("front", ["brigade run", "doit", "brigade doit"])
+def test_a_crash_of_brigade_ends_on_one_line_naming_it(
+    battery: Project, tmp_path: Path, front: str
+) -> None:
+    """brigade's own code raising in a step (here the finish): the traceback, for the bug
+    report, then one line naming the step and the error, the same through every front
+    door; exit 3; the receipts written stay."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CRASH)
+    env = {"PYTHONPATH": str(hook)}
+    if front == "brigade run":
+        done = battery.run(**env)
+    elif front == "doit":
+        done = battery.doit(**env)
+    else:
+        done = battery.brigade_doit(**env)
+    assert done.returncode == 3, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "brigade: task summary failed: RuntimeError: the finish broke", lines
+    # one traceback, once (doit's "PythonAction Error" header left out)
+    assert lines.count("Traceback (most recent call last):") == 1
+    assert lines.count("RuntimeError: the finish broke") == 1
+    assert "PythonAction Error" not in done.stderr
+    assert battery.states() == BATTERY_STATES

@@ -81,6 +81,8 @@ NAMED_SHOWN = 10
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # how long the main thread waits at most between looks at a signal, while steps run
 WAKE_SECONDS = 1.0
+# how Python's traceback starts (also in what doit says of an action that raised)
+TRACEBACK = "Traceback (most recent call last):"
 
 
 @contextlib.contextmanager
@@ -568,11 +570,11 @@ class Engine:
         except OSError as exc:
             problem = store.storage_problem(exc)
             if problem is None:
-                self.fail(f"task {what} failed: {traceback.format_exc().strip()}")
+                self.broke(what, traceback.format_exc())
             else:
                 self.refuse(problem)
         except Exception:
-            self.fail(f"task {what} failed: {traceback.format_exc().strip()}")
+            self.broke(what, traceback.format_exc())
         else:
             return True
         return False
@@ -583,10 +585,23 @@ class Engine:
         if self.tally.interrupted is None:
             self.tally.refused.append(message)
 
-    def fail(self, message: str) -> None:
-        """brigade itself broke (exit 3)."""
+    def fail(self, message: str, trace: str | None = None) -> None:
+        """brigade itself broke (exit 3): `message` one line, `trace` its traceback."""
         if self.tally.interrupted is None:
             self.tally.errors.append(message)
+            if trace is not None:
+                self.tally.traces.append(trace)
+
+    def broke(self, what: str, report: str) -> None:
+        """The step `what` broke with `report` (a traceback, or what doit says of the
+        failure): kept as the traceback, for a bug report, and one line naming the step
+        and the error (the traceback's last line), said last."""
+        start = report.find(TRACEBACK)
+        if start < 0:
+            self.fail(f"task {what} failed: {report.strip() or 'no detail'}")
+            return
+        trace = report[start:].rstrip()
+        self.fail(f"task {what} failed: {trace.splitlines()[-1].strip()}", trace)
 
     # -- the run ends ----------------------------------------------------------------------
 
@@ -651,6 +666,8 @@ class Engine:
         for message in self.tally.refused:
             for line in message.splitlines():
                 self._say(f"brigade: {line}\n")
+        for trace in self.tally.traces:
+            self._say(f"{trace}\n")
         for message in self.tally.errors:
             self._say(f"brigade: {message}\n")
         elapsed = duration(self.progress.elapsed())
@@ -765,6 +782,7 @@ class Tally:
     handed: set[str] = field(default_factory=set)  # cells handed to the scheduler
     refused: list[str] = field(default_factory=list)  # why it was refused (exit 2)
     errors: list[str] = field(default_factory=list)  # how brigade itself broke (exit 3)
+    traces: list[str] = field(default_factory=list)  # the tracebacks of those errors
     interrupted: int | None = None  # the signal that stopped it
     started: bool = False  # the run started (doit runs tasks)
     refused_at_start: bool = False  # refused before anything was written

@@ -100,8 +100,7 @@ def make_reporter(
             elif type(fail).__name__ == "UnmetDependency":
                 return
             else:
-                text = fail.get_msg() if hasattr(fail, "get_msg") else message
-                engine.fail(f"task {task.name} failed: {text.strip()}")
+                engine.broke(task.name, fail.get_msg() if hasattr(fail, "get_msg") else message)
             cell_id = self.cells.get(task.name)
             if cell_id is not None:
                 engine.task_failed(cell_id)
