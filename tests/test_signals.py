@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from conftest import Project, alive, wait_for
+from conftest import Project, alive, brigade_command, wait_for
 from reliability import ANSWER_ID, launched, start_brigade_run, start_doit
 
 # ---------------------------------------------------------------------------------------
@@ -67,3 +69,46 @@ def test_signal_stops_seat_groups_and_resume_reruns(
         else:
             assert receipt["attempt"] == 1
     assert len(receipts) == 3
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+@pytest.mark.parametrize("front", ["doit", "brigade doit", "brigade run"])
+def test_a_signal_while_the_run_connects_to_its_cluster(
+    project: Project, front: str, signum: int
+) -> None:
+    """Ctrl-C (or SIGTERM) while the run waits for a Dask scheduler that does not answer
+    (it waits up to 30 s): the run says it was interrupted and exits 128+N through every
+    front door, writing nothing; under doit it was a silent exit 3."""
+    pytest.importorskip("distributed")
+    project.write_manifest([{"id": "a", "prompt": "answer: x"}])
+    nobody = "tcp://127.0.0.1:9"  # the discard port: nothing listens there
+    argv = {
+        "doit": project.doit_popen_args("executor=dask", f"scheduler={nobody}"),
+        "brigade doit": [
+            *brigade_command(), "doit", *project.variables(), "executor=dask",
+            f"scheduler={nobody}",
+        ],
+        "brigade run": [
+            *brigade_command(),
+            *project.run_args("--executor", "dask", "--scheduler", nobody),
+        ],
+    }[front]  # fmt: skip
+    started = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=project.env(),
+        start_new_session=True,
+        cwd=project.workspace,
+    )
+    # no line is said before the cluster answers; the signal lands while brigade loads or
+    # connects, either way a stop before the run started
+    time.sleep(2)
+    started.send_signal(signum)
+    _, err = started.communicate(timeout=60)
+    assert started.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("brigade: interrupted"), err
+    assert not (project.out / "plan.json").exists()
+    assert not (project.out / ".doit.db").exists()

@@ -261,6 +261,9 @@ class Engine:
             quiet=options.quiet,
             rate=options.progress_rate,
         )
+        # a stop is heard from here on: connecting to a cluster may take its whole timeout
+        for signum in STOP_SIGNALS:
+            self._signals[signum] = signal.signal(signum, self._on_signal)
         try:
             lock.acquire(self.out, wait=options.wait)
             self._locked = True
@@ -274,10 +277,14 @@ class Engine:
             self.tally.refused.append(str(exc))
             self.tally.refused_at_start = True
             return False
+        except KeyboardInterrupt:
+            # stopped before the run started: it wrote nothing, and leaves nothing
+            if self.tally.interrupted is None:
+                self.tally.interrupted = signal.SIGINT
+            self.tally.refused_at_start = True
+            return False
         if self.scheduler is not None:
             self.scheduler.on_start(self._started)
-        for signum in STOP_SIGNALS:
-            self._signals[signum] = signal.signal(signum, self._on_signal)
         for note in self.notes():
             self._say(f"brigade: {note}\n")
         self.progress.found_done(self.scope.collected)

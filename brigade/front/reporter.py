@@ -125,7 +125,9 @@ def make_reporter(
                 # refused before anything ran: doit still wrote its DB on its way out
                 store.remove_fresh_db(engine.out)
             code = engine.end(problems)
-            if end_process and engine.tally.interrupted is None:
+            # (a run stopped before it started has nothing in flight: a thread of a cluster
+            # connection cut short would keep the process from ending the ordinary way)
+            if end_process and (engine.tally.interrupted is None or engine.tally.refused_at_start):
                 proc.end_process(code)
             raise SystemExit(code)
 
