@@ -318,3 +318,23 @@ def chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
         *args,
     ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+# files whose tests take longest (kills, thousands of cells, clusters, built wheels): the
+# workers start on them, so the end of a run is not one worker finishing a long test alone
+LONG_FIRST = (
+    "test_kills.py",
+    "test_scale.py",
+    "test_init.py",
+    "test_dask.py",
+    "test_readme.py",
+    "test_compare.py",
+    "test_grader_reuse.py",
+    "test_agent_clis.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the long files first (order within a file kept); nothing is left out."""
+    rank = {name: index for index, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
