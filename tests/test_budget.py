@@ -89,11 +89,13 @@ def test_runs_in_flight_count_with_what_they_are_expected_to_cost() -> None:
     budget.attach(sched)
     for n in range(6):
         sched.add(cell("a", n))
-    first, second = recorder.started
+    # nothing is known of what a run of the seat costs: one run learns it first
+    (first,) = recorder.started
     budget.record(first.cell.cell_id, ("a", 0.3), [])
     sched.finished(first, {"cell_id": first.cell.cell_id, "state": "unscored"})
-    # 0.3 spent, c1 in flight (nothing known when it started), c2 expected at 0.3
+    # 0.3 spent; c1 and c2 start, each expected to cost 0.3
     assert len(recorder.started) == 3
+    second = recorder.started[1]
     budget.record(second.cell.cell_id, ("a", 0.3), [])
     sched.finished(second, {"cell_id": second.cell.cell_id, "state": "unscored"})
     # 0.6 spent and c2 in flight at 0.3: c3 (0.3 more) would make 1.2
@@ -111,16 +113,43 @@ def test_a_reached_cap_drops_retries_waiting_for_their_backoff() -> None:
     budget.attach(sched)
     for n in range(2):
         sched.add(cell("a", n))
-    first, second = recorder.started
+    (first,) = recorder.started  # the first run learns what a run of the seat costs
     budget.record(first.cell.cell_id, ("a", 0.2), [])
     failed = {"cell_id": first.cell.cell_id, "state": "adapter_error"}
     sched.finished(first, {**failed, "fault": {"kind": "rate_limited", "message": "m"}})
     assert sched.busy  # its retry waits for the backoff
+    second = recorder.started[1]
     budget.record(second.cell.cell_id, ("a", 0.9), [])  # 1.1: the cap is reached
     sched.finished(second, {"cell_id": second.cell.cell_id, "state": "unscored"})
     sched.drain(lambda state, receipt: None)  # (no waiting out the backoff)
     assert budget.kept == {"start": 0, "retry": 1, "regrade": 0}
     assert budget.lines()[0].endswith("; 1 retry not made")
+
+
+def test_one_run_of_each_seat_learns_its_price_before_the_others_start() -> None:
+    recorder = Recorder()
+    sched = scheduler(Limits(total=8), recorder)
+    budget = Budget(10.0)
+    budget.attach(sched)
+    for n in range(3):
+        sched.add(cell("a", n))
+        sched.add(cell("b", n))
+    # one run of each seat at once, however many slots there are
+    assert recorder.names() == ["c0:a:1#1", "c0:b:1#1"]
+    a0, b0 = recorder.started
+    # a run that ended without being counted (interrupted, a full disk) teaches nothing:
+    # the next run of its seat learns the price instead
+    sched.finished(a0, None, RuntimeError("the disk is full"))
+    assert recorder.names()[2:] == ["c1:a:1#1"]
+    # a run of unknown cost is learned too: nothing is held back for it any more
+    budget.record(b0.cell.cell_id, ("b", None), [])
+    sched.finished(b0, {"cell_id": b0.cell.cell_id, "state": "unscored"})
+    assert sorted(recorder.names()[3:]) == ["c1:b:1#1", "c2:b:1#1"]
+    a1 = recorder.started[2]
+    budget.record(a1.cell.cell_id, ("a", 1.0), [])
+    sched.finished(a1, {"cell_id": a1.cell.cell_id, "state": "unscored"})
+    assert recorder.names()[5:] == ["c2:a:1#1"]
+    assert budget.kept == {"start": 0, "retry": 0, "regrade": 0}
 
 
 def test_gradings_without_judges_are_free_and_judges_are_expected_as_they_cost() -> None:
@@ -181,17 +210,20 @@ def headline_and_notes(stderr: str) -> list[str]:
     return lines[start:]
 
 
-@pytest.mark.parametrize("front", ["brigade", "doit", "manifest", "roster"])
+@pytest.mark.parametrize(
+    "front", ["brigade", "doit", "manifest", "roster", "brigade -n 4", "doit -n 4"]
+)
 def test_a_run_stops_launching_at_its_budget(project: Project, front: str) -> None:
     cap = {"max_cost": 0.03}
     if front == "roster":
         four_cells(project, **cap)
     else:
         four_cells(project, manifest=cap if front == "manifest" else None)
-    if front == "brigade":
-        done = project.run("--max-cost", "0.03")
-    elif front == "doit":
-        done = project.doit("max_cost=0.03")
+    # with four slots, the other runs wait for the first to say what a run costs
+    if front.startswith("brigade"):
+        done = project.run("--max-cost", "0.03", *front.split()[1:])
+    elif front.startswith("doit"):
+        done = project.doit("max_cost=0.03", *front.split()[1:])
     else:
         done = project.run()
     assert done.returncode == 3, done.stderr

@@ -178,8 +178,9 @@ class Scheduler:
         self._errors: list[BaseException] = []
         self._recorded: list[Callable[[Receipt], None]] = []
         self._starting: list[Callable[[Cell], None]] = []
-        self._gate: Callable[[Job], bool] | None = None
+        self._gate: Callable[[Job], bool | None] | None = None
         self._closed: Callable[[], bool] | None = None
+        self._ended: Callable[[Job], None] | None = None
         self.stopped: dict[str, Stop] = {}  # seat -> why it stopped
         self.stopped_all: Stop | None = None
         self.retried: set[str] = set()  # cell ids retried at least once
@@ -213,14 +214,22 @@ class Scheduler:
         thread that recorded it; it may call `stop`)."""
         self._recorded.append(callback)
 
-    def admit(self, gate: Callable[[Job], bool], closed: Callable[[], bool]) -> None:
-        """Ask `gate` before each job starts (a retry too): a job it refuses is not started and
-        its cell keeps what is on disk (the gate counts what it refused and says so). Once
-        `closed()` says it refuses everything, a retry is offered to it as soon as it is due
-        rather than after its backoff. Both are called under the scheduler's lock; `gate`
-        may call `drop_all`."""
+    def admit(
+        self,
+        gate: Callable[[Job], bool | None],
+        closed: Callable[[], bool],
+        ended: Callable[[Job], None] | None = None,
+    ) -> None:
+        """Ask `gate` before each job starts (a retry too): a job it refuses (False) is not
+        started and its cell keeps what is on disk (the gate counts what it refused and says
+        so); one it defers (None) stays queued, and its seat starts nothing more until a run
+        ends. Once `closed()` says it refuses everything, a retry is offered to it as soon as
+        it is due rather than after its backoff. `ended` hears of every job whose run ended,
+        recorded or not. All are called under the scheduler's lock; `gate` may call
+        `drop_all`."""
         self._gate = gate
         self._closed = closed
+        self._ended = ended
 
     def drop_all(self, each: Callable[[Job], object]) -> None:
         """Drop every job queued or waiting for its retry, calling `each` with each (whoever
@@ -257,6 +266,8 @@ class Scheduler:
                 callback(receipt)
         with self._cond:
             self._release(job)
+            if self._ended is not None:
+                self._ended(job)
             if error is not None:
                 self._errors.append(error)
                 self._counted.append(("failed", None))
@@ -452,17 +463,25 @@ class Scheduler:
         if proc.stopping.is_set():
             return []
         chosen: list[Job] = []
+        deferred: set[str] = set()  # seats whose next job the gate said to hold for now
         total = self.limits.total
         while total is None or self._in_flight < total:
             best: Job | None = None
             for seat, heap in self._queued.items():
-                if heap and (best is None or heap[0] < best) and self._room(seat):
-                    best = heap[0]
+                if heap and (best is None or heap[0] < best) and seat not in deferred:
+                    if self._room(seat):
+                        best = heap[0]
             if best is None:
                 break
             heapq.heappop(self._queued[best.seat])
-            if self._gate is not None and not self._gate(best):
-                continue  # kept back (the gate counted it)
+            if self._gate is not None:
+                verdict = self._gate(best)
+                if verdict is None:  # not yet: it waits for a run to end
+                    heapq.heappush(self._queued[best.seat], best)
+                    deferred.add(best.seat)
+                    continue
+                if not verdict:
+                    continue  # kept back (the gate counted it)
             self._reserve(best)
             chosen.append(best)
         return chosen
