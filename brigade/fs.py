@@ -133,6 +133,26 @@ def _read_on(fd: int, data: bytes, limit: int | None) -> bytes:
     return b"".join(chunks)
 
 
+def read_end(path: Path | str, limit: int) -> tuple[bytes, int]:
+    """The last `limit` bytes of a regular file and its whole size by its stat (only the end
+    is read: a log of any size costs `limit`); OSError as `read_regular`."""
+    fd, size = _open_checked(path, False, None)
+    try:
+        if size > limit:
+            os.lseek(fd, size - limit, os.SEEK_SET)
+        chunks: list[bytes] = []
+        left = min(size, limit)
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), size
+    finally:
+        os.close(fd)
+
+
 def read_json(
     path: Path | str,
     *,

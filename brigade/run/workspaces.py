@@ -248,26 +248,9 @@ def log_tail(out: Path, world: Mapping[str, Any], limit: int = LOG_TAIL) -> byte
     The setup's commands wrote it: it is opened without following a link, only as a
     regular file, and only its end is read."""
     try:
-        fd = fs.open_regular(folder(out, world) / SETUP_LOG)
+        return fs.read_end(folder(out, world) / SETUP_LOG, limit)[0]
     except OSError:
         return b""
-    try:
-        size = os.fstat(fd).st_size
-        if size > limit:
-            os.lseek(fd, size - limit, os.SEEK_SET)
-        chunks: list[bytes] = []
-        left = min(size, limit)
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
 
 
 _locks: dict[str, threading.Lock] = {}
@@ -447,27 +430,11 @@ def _read_end(path: Path, limit: int) -> bytes:
     """The last `limit` bytes of a command's output file (where its error is), saying how
     much came before; b"" when it cannot be read as a regular file."""
     try:
-        fd = fs.open_regular(path)
+        data, size = fs.read_end(path, limit)
     except OSError:
         return b""
-    try:
-        size = os.fstat(fd).st_size
-        if size > limit:
-            os.lseek(fd, size - limit, os.SEEK_SET)
-        chunks: list[bytes] = []
-        left = min(size, limit)
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        cut = f"brigade: {size - limit} bytes before not kept\n" if size > limit else ""
-        return cut.encode() + b"".join(chunks)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
+    cut = f"brigade: {size - limit} bytes before not kept\n" if size > limit else ""
+    return cut.encode() + data
 
 
 def _remove_quietly(folder: Path) -> None:
