@@ -465,3 +465,16 @@ def test_failed_component_checks_are_listed_bounded_and_cut() -> None:
         ["a b"],
         0,
     )
+
+
+def test_the_state_table_aligns_the_total_row_under_short_seat_names() -> None:
+    from brigade.core.taxonomy import COUNT_KEYS
+    from brigade.front.cli import show_table
+
+    counts = {k: 0 for k in COUNT_KEYS} | {"accepted": 1}
+    summary = {"counts": counts, "by_seat": {"echo": {"counts": counts}}}
+    assert show_table(summary).splitlines() == [
+        "seat   accepted",
+        "echo          1",
+        "total         1",
+    ]

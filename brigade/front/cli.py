@@ -360,7 +360,8 @@ def show_table(summary: dict[str, Any]) -> str:
     """A seat x state table of a summary, as text."""
     keys = [k for k in COUNT_KEYS if any(s["counts"][k] for s in summary["by_seat"].values())]
     keys = keys or ["accepted"]
-    width = max([4, *(len(seat) for seat in summary["by_seat"])])
+    # "total" is a row label too: with only short seat names it sets the width
+    width = max([len("total"), *(len(seat) for seat in summary["by_seat"])])
     lines = ["seat".ljust(width) + "".join(f"  {k:>{max(len(k), 3)}}" for k in keys)]
     for seat, data in summary["by_seat"].items():
         lines.append(
