@@ -91,6 +91,43 @@ def test_every_documented_command_has_help() -> None:
         assert done.stdout.startswith("usage: brigade " + name)
 
 
+def synopses() -> dict[str, str]:
+    """Each `brigade` command's lines in the synopsis of docs/commands.md, comments left out."""
+    block = page("commands.md").split("```", 2)[1]
+    found: dict[str, str] = {}
+    name = None
+    for line in block.splitlines():
+        start = re.match(r"brigade (\w+)", line)
+        if start:
+            name = start.group(1)
+        elif not (line.startswith(" ") and name):
+            name = None
+            continue
+        found[name] = found.get(name, "") + line.split("   #")[0] + "\n"
+    return found
+
+
+def test_every_commands_options_are_its_synopsis_options() -> None:
+    """Each option a command's --help lists is in its synopsis, and the synopsis names no
+    option the command does not take."""
+    import argparse
+
+    from brigade.front import cli
+
+    parser = cli.build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    documented = synopses()
+    for name, sub in subparsers.choices.items():
+        if name == "doit":  # doit's own command line, passed through
+            continue
+        taken = {o for action in sub._actions for o in action.option_strings}
+        named = set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", documented[name]))
+        assert named <= taken, (name, named - taken)
+        for action in sub._actions:
+            if action.option_strings and "-h" not in action.option_strings:
+                assert named & set(action.option_strings), (name, action.option_strings)
+
+
 def test_every_summary_key_is_documented() -> None:
     """docs/output-directory.md's summary.json table lists every key summary.json has (top
     level, per seat)."""

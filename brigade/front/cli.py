@@ -762,7 +762,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(sub, ("jobs", "wait", "quiet"))
 
     sub = command("regrade", cmd_regrade)
-    sub.add_argument("dir", nargs="?", type=Path, help="output directory")
+    sub.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        help="output directory (default: this folder if it is one, else the only one under "
+        "./.brigade/evals)",
+    )
     sub.add_argument(
         "--max-cost",
         type=float,
