@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, brigade_command
 
-from brigade.front.init import DODO, MANIFEST, SNIPPET
+from brigade.adapters import check_cli
+from brigade.front.init import DODO, EXAMPLE_MANIFEST, MANIFEST, SNIPPET
 
 
 def init(folder: Path, *command: str) -> subprocess.CompletedProcess[str]:
@@ -49,6 +50,15 @@ def test_init_writes_a_dodo_a_battery_and_the_makefile(tmp_path: Path) -> None:
         text=True,
     )
     assert validated.returncode == 0, validated.stderr
+
+
+def test_the_example_manifest_names_only_clis_a_roster_takes() -> None:
+    """The CLIs its comment suggests for a roster's `cli:` are adapter names (cursor, not
+    its program's name cursor-agent, which a roster refuses)."""
+    named = re.search(r"\(cli: ([^)]*)\)", EXAMPLE_MANIFEST)
+    assert named
+    clis = [c.strip() for c in named.group(1).split(",") if c.strip() != "..."]
+    assert clis and all(check_cli(c) is None for c in clis), clis
 
 
 def test_init_never_overwrites(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ globals().update(battery("{manifest}"))
 '''
 EXAMPLE_MANIFEST = """\
 # An example battery: edit the cases, then add seats of the agents you use to roster.yaml
-# (cli: claude, codex, cursor-agent, gemini, ...). `doit` brings every cell up to date.
+# (cli: claude, codex, cursor, gemini, ...). `doit` brings every cell up to date.
 schema: brigade.eval_manifest.v1
 name: example
 trials: 1
