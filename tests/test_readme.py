@@ -289,6 +289,32 @@ def test_the_first_manifest_and_roster_of_the_readme_are_valid(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
 
 
+def test_the_manifest_and_roster_of_their_pages_are_valid_together(tmp_path: Path) -> None:
+    """docs/manifest.md's example manifest names the seats of docs/roster.md's example
+    roster; with the files it names, the two validate together without a warning."""
+    (manifest,) = re.findall(r"```yaml\n(.*?)\n```", page("manifest.md"), re.S)
+    (roster,) = re.findall(r"```yaml\n(.*?)\n```", page("roster.md"), re.S)
+    (tmp_path / "manifest.yaml").write_text(manifest + "\n")
+    (tmp_path / "roster.yaml").write_text(roster + "\n")
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "report.prompt.md").write_text("Write the report.\n")
+    app = tmp_path / "repos" / "app"
+    app.mkdir(parents=True)
+    git(app, "init", "-q")
+    (app / "app.py").write_text("print('app')\n")
+    git(app, "add", "-A")
+    git(app, "commit", "-qm", "app")
+    git(app, "tag", "v1.2")
+    done = subprocess.run(
+        [*brigade_command(), "validate", "--strict", "manifest.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2 case(s) x 2 seat(s) = 16 cell(s)" in done.stdout
+
 def test_doit_where_there_is_no_dodo_is_as_documented(tmp_path: Path, repo_copy: Path) -> None:
     """README says what `doit` does in a folder without a dodo.py (doit's own error, exit 3)
     and how to reach one from a subfolder (`doit -k`), where relative paths on the command
