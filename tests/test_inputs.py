@@ -232,6 +232,16 @@ BAD: dict[str, Bad] = {
         "m.yaml: cases[0].graders: ",
         "expected a list",
     ),
+    "seat name YAML reads as a boolean": Bad(
+        {"m.yaml": manifest(seats="[worker, off]")},
+        "m.yaml: seats[1]: ",
+        "; got false (YAML reads an unquoted yes, no, on or off as true or false: quote it)",
+    ),
+    "model YAML reads as a boolean": Bad(
+        {"roster.yaml": roster("{cli: claude, model: no}")},
+        "roster.yaml: seats.worker.model: ",
+        "expected a string or null, got a boolean (YAML reads an unquoted yes, no",
+    ),
     # --- manifest against roster
     "unknown seat name": Bad(
         {"m.yaml": manifest(seats="[worker, nobody]")},

@@ -231,7 +231,17 @@ def describe(error: ValidationError, key: str | None = None) -> str:
         message = _message(kind, error)
     if "propertyNames" in error.schema_path and isinstance(instance, str):
         path.append(instance)  # the offending key itself
+    if isinstance(instance, bool) and _wants_text(error.schema):
+        # a seat named off or a model named no: YAML 1.1 made it a boolean
+        got = "" if "got " in message else f"; got {json.dumps(instance)}"
+        message += f"{got} (YAML reads an unquoted yes, no, on or off as true or false: quote it)"
     return f"{format_path(path)}: {message}"
+
+
+def _wants_text(schema: Any) -> bool:
+    """Whether a schema's `type` asks for a string."""
+    wanted = schema.get("type") if isinstance(schema, dict) else None
+    return wanted == "string" or (isinstance(wanted, list) and "string" in wanted)
 
 
 def _message(kind: str, error: ValidationError) -> str:
