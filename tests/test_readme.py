@@ -91,6 +91,22 @@ def test_every_documented_command_has_help() -> None:
         assert done.stdout.startswith("usage: brigade " + name)
 
 
+def test_the_readme_table_names_every_command() -> None:
+    """README's table of commands names each `brigade` command (a row's later names go
+    without the `brigade`)."""
+    import argparse
+
+    from brigade.front import cli
+
+    table = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    named = {
+        words[1] if words[0] == "brigade" and len(words) > 1 else words[0]
+        for words in (code.split() for code in re.findall(r"`([^`]+)`", table))
+    }
+    parser = cli.build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(subparsers.choices) <= named, set(subparsers.choices) - named
+
 def synopses() -> dict[str, str]:
     """Each `brigade` command's lines in the synopsis of docs/commands.md, comments left out."""
     block = page("commands.md").split("```", 2)[1]
