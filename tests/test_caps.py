@@ -125,6 +125,22 @@ def test_doit_refuses_parallel_processes(project: Project) -> None:
     assert not project.out.exists()
 
 
+def test_plain_doit_refuses_parallel_processes_on_one_line(project: Project) -> None:
+    """Plain doit forks processes that would run the steps on copies of the run: it ended
+    with exit 1 and not a word, the seat runs of its children lost; every step refuses."""
+    project.write_manifest([{"id": "a", "prompt": "answer: ok"}, {"id": "b", "prompt": "x"}])
+    done = project.doit("-n", "2", "-P", "process")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "brigade: doit -P process: brigade runs the seats in threads of doit's own process; "
+        "drop -P process (jobs=N runs N seats at once)\n"
+    )
+    assert not any(project.out.glob("cells/*/cell.json"))
+    again = project.doit("-n", "2", "jobs=2")
+    assert again.returncode == 0, again.stderr
+    assert set(project.states().values()) == {"unscored"}
+
+
 def test_a_seat_naming_an_unknown_limit_is_refused(project: Project) -> None:
     project.write_roster(seats(agent={"limit": "acct"}), limits={"other": 2})
     project.write_manifest([{"id": "a", "prompt": "x"}])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import json
+import os
 import signal
 import sys
 import threading
@@ -46,9 +47,20 @@ def _states_line(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
 
 
+# the process that loaded the tasks: under `doit -n N -P process` doit forks processes
+# that run the actions, whose steps would change copies of the run, not the run itself
+LOADED_IN = os.getpid()
+FORKED = (
+    "doit -P process: brigade runs the seats in threads of doit's own process; drop "
+    "-P process (jobs=N runs N seats at once)"
+)
+
+
 def guarded(function: Callable[..., Any], *args: Any) -> TaskFailed | None:
     """Run an action; bad input, tampering or unwritable storage fails the task on one line
     (a TaskFailed the action returns is passed on)."""
+    if os.getpid() != LOADED_IN:
+        return TaskFailed(REFUSED + FORKED)
     try:
         result = function(*args)
     except BrigadeError as exc:
