@@ -883,7 +883,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--repos", type=Path, required=True, help="folder holding a local clone of each repo"
     )
     sub.add_argument(
-        "--to", type=Path, default=Path("swebench.yaml"), help="manifest to write (new file)"
+        "--to",
+        type=Path,
+        default=Path("swebench.yaml"),
+        help="manifest to write, a new file (default: swebench.yaml here)",
     )
     sub.add_argument("--seats", required=True, help="the roster seats to run, comma-separated")
     sub.add_argument("--roster", type=Path, help="the roster the manifest names")
