@@ -524,5 +524,13 @@ def test_every_adapters_oldest_version_is_stated_as_it_is_defined() -> None:
     assert f"for {', '.join(unknown[:-1])} and {unknown[-1]} none is known" in stated
     assert f"| {', '.join(f'`{n}`' for n in unknown)} | not known |" in roster
     faults = page("faults.md")
+    from brigade.core.taxonomy import FAILURE_REASONS
+
     for kind in get_args(FaultKind):
         assert f"| `{kind}` |" in faults, kind
+        # the table's state and failure_reason columns are the taxonomy's
+        row = re.search(rf"^\| `{kind}` \|.*\| (\w+) \| (\S+) \|$", faults, re.M)
+        assert row, kind
+        state = "execution_error" if kind == "timeout" else "adapter_error"
+        reason = FAILURE_REASONS.get(kind)
+        assert row.groups() == (state, f"`{reason}`" if reason else "—"), kind
