@@ -107,6 +107,12 @@ def test_the_readme_table_names_every_command() -> None:
     (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(subparsers.choices) <= named, set(subparsers.choices) - named
 
+def test_no_page_installs_brigade_by_name_from_pypi() -> None:
+    """The `brigade` on PyPI is another project: the pages install from a checkout."""
+    pages = [("README.md", README)] + [(p.name, p.read_text()) for p in DOCS.glob("*.md")]
+    for name, text in pages:
+        assert not re.search(r"pip install ['\"]?brigade\b", text), name
+
 def synopses() -> dict[str, str]:
     """Each `brigade` command's lines in the synopsis of docs/commands.md, comments left out."""
     block = page("commands.md").split("```", 2)[1]
