@@ -9,7 +9,7 @@ from conftest import Project
 from test_progress import masked
 
 STALE_LINE = (
-    "brigade: 2 stale cells from an earlier manifest (kept on disk, not counted; listed in "
+    "brigade: 2 stale cells from an earlier plan (kept on disk, not counted; listed in "
     "plan.json stale_cells; brigade prune removes them)"
 )
 

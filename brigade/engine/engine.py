@@ -195,7 +195,7 @@ class Engine:
         stale = len(planned.plan.stale_cells)
         if stale and planned.resumed and planned.stale_changed:  # said once, when it changes
             notes.append(
-                f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier manifest "
+                f"{stale} stale cell{'s' if stale != 1 else ''} from an earlier plan "
                 "(kept on disk, not counted; listed in plan.json stale_cells; brigade prune "
                 "removes them)"
             )

@@ -533,7 +533,7 @@ def html_page(
     counts = ", ".join(f"{k} {v}" for k, v in summary["counts"].items() if v) or "no cells"
     stale = {k: v for k, v in summary["stale_counts"].items() if v}
     stale_text = (
-        f"{sum(stale.values())} stale cell(s) from an earlier manifest, kept on disk and not "
+        f"{sum(stale.values())} stale cell(s) from an earlier plan, kept on disk and not "
         f"counted: {', '.join(f'{k} {v}' for k, v in stale.items())}"
         if stale
         else "No stale cells."
