@@ -478,3 +478,37 @@ def test_the_state_table_aligns_the_total_row_under_short_seat_names() -> None:
         "echo          1",
         "total         1",
     ]
+
+
+def test_a_project_folder_given_for_an_output_directory_names_those_under_it(
+    tmp_path: Path,
+) -> None:
+    """`brigade show .` in one's project: the refusal names its output directories."""
+    with pytest.raises(InputError) as raised:
+        read_plan_document(tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path}: no readable plan.json here; is this a brigade output directory?"
+    )
+    for name in ("example", "smoke"):
+        (tmp_path / ".brigade" / "evals" / name).mkdir(parents=True)
+    (tmp_path / ".brigade" / "evals" / "a-file").write_text("")
+    with pytest.raises(InputError) as raised:
+        read_plan_document(tmp_path)
+    assert str(raised.value).endswith(
+        "is this a brigade output directory? (the output directories under it: "
+        ".brigade/evals/example, .brigade/evals/smoke)"
+    )
+    # a seat's link planted at .brigade/evals (or .brigade) is not followed: no hint
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "evals" / "theirs").mkdir(parents=True)
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / ".brigade").mkdir()
+    (planted / ".brigade" / "evals").symlink_to(elsewhere / "evals")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".brigade").symlink_to(elsewhere)
+    for folder in (planted, linked):
+        with pytest.raises(InputError) as raised:
+            read_plan_document(folder)
+        assert str(raised.value).endswith("is this a brigade output directory?"), folder

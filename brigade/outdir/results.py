@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -112,8 +114,46 @@ def read_plan_document(out: Path) -> dict[str, Any]:
     doc = store.read_own_json(out / store.PLAN_FILE)
     tags = (PLAN_SCHEMA, legacy.ORIGINAL_PLAN_SCHEMA)  # ours, or the original tool's
     if not isinstance(doc, dict) or doc.get("schema") not in tags:
-        raise InputError(f"{out}: no readable plan.json here; is this a brigade output directory?")
+        raise InputError(
+            f"{out}: no readable plan.json here; is this a brigade output directory?"
+            f"{_outputs_under(out)}"
+        )
     return doc
+
+
+def _outputs_under(folder: Path) -> str:
+    """A hint naming the output directories of a project folder given instead of one (its
+    `.brigade/evals/<name>/`, as `doit` writes them), or ""."""
+    evals = Path(".brigade") / "evals"
+    # (a workspace a seat may have written: no link followed, a bounded look at the names)
+    try:
+        names = sorted(_folder_names(folder / evals))
+    except OSError:
+        return ""
+    if not names:
+        return ""
+    shown = ", ".join(str(evals / name) for name in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f" (the output directories under it: {shown}{more})"
+
+
+def _folder_names(path: Path, limit: int = 1000) -> list[str]:
+    """The names of the folders in `path` (none of its last two components a link), of its
+    first `limit` entries."""
+    top = fs.open_folder(path.parent)
+    try:
+        inner = os.open(path.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+    finally:
+        os.close(top)
+    try:
+        with os.scandir(inner) as entries:
+            return [
+                entry.name
+                for entry in itertools.islice(entries, limit)
+                if entry.is_dir(follow_symlinks=False)
+            ]
+    finally:
+        os.close(inner)
 
 
 def load_plan(out: Path, doc: dict[str, Any] | None = None) -> Plan:
