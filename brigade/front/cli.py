@@ -220,7 +220,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     command exits 2. Every grader runs again, commands and judges too (a judge seat
     too), none reusing its stored result. --max-cost (else the manifest's or the
     roster's max_cost) keeps back the judges that would take the spending past it
-    (exit 3). Then the run is finished as the final doit task finishes it:
+    (exit 3). Then the output directory is finished as a run's last step finishes it:
     summary.json, the export and the report, checked for leaks (a leak is listed and
     the command exits 3).
     """
@@ -445,7 +445,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Write JUnit XML and a self-contained HTML report of an output directory's results.
 
     Without --junit/--html/--json: writes DIR/report/junit.xml, DIR/report/index.html and
-    its detail pages in DIR/report/index_files/ as the final doit task does (through the
+    its detail pages in DIR/report/index_files/ as the last step of a run does (through the
     same code: only what changed is rendered). --html FILE writes its detail pages in
     <stem>_files/ beside FILE. --json prints the report's data on stdout. Reports are
     projected like the export (no prompts, no absolute paths, no env values) and checked
@@ -496,7 +496,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write projected receipts, plan and summary (no prompts, no absolute paths, no env values).
 
-    Without --to: writes DIR/export as the final doit task does (through the same
+    Without --to: writes DIR/export as the last step of a run does (through the same
     code). The export is checked for leaks; any leak is listed and the command
     exits 3.
     """
