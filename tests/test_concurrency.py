@@ -66,15 +66,22 @@ def test_ctrl_c_while_waiting_for_the_lock_is_one_line_and_exit_130(
             "brigade doit": [*brigade_command(), "doit", *project.variables(), "wait=1"],
             "brigade run": [*brigade_command(), *project.run_args("--wait")],
         }[front]
-        waiting = subprocess.Popen(
-            argv,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=project.env(),
-            start_new_session=True,
-            cwd=project.workspace,
-        )
+        # a shell's background job (a CI runner's, say) starts with SIGINT ignored, which
+        # its children inherit and Python then keeps: a handler set here is what a child
+        # gets as the default instead (handlers are reset at exec; an ignored signal is not)
+        inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            waiting = subprocess.Popen(
+                argv,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=project.env(),
+                start_new_session=True,
+                cwd=project.workspace,
+            )
+        finally:
+            signal.signal(signal.SIGINT, inherited)
         assert waiting.stderr is not None
         said = waiting.stderr.readline()
         assert said.startswith(f"brigade: waiting for pid {first.pid} "), said
