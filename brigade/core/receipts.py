@@ -1,20 +1,204 @@
-"""What a receipt says about its cell's outcome: the view the resume table, the summary and
-the trial statistics read (and the receipt index keeps for every cell).
+"""What a receipt says: in full (`Receipt`, what the runner, the report and the export read)
+and about its cell's outcome (`ReceiptView`, what the resume table, the summary and the
+trial statistics read, and the receipt index keeps for every cell).
 
-Full receipts (plain dicts, as cell.json holds them) are what the export, the
-report and the runner need; a `ReceiptView` is the frozen, compact part of one
-that deciding, summarising and stamping a cell need. A no-op resume of
-100,000 cells holds one per cell: a named tuple keeps that to a fraction of a
-dict's memory, and it is stored in the index as a JSON list.
+A cell.json is a file a seat could have written: it is parsed once, where it is read
+(outdir/store), into a frozen `Receipt` whose fields have their types or are None (a
+field of the wrong type is absent, never a crash); its `document` is the receipt as
+read, for what must write or project it as it is. A `ReceiptView` is the frozen, compact
+part of one that deciding, summarising and stamping a cell need. A no-op resume of
+100,000 cells holds one per cell: a named tuple keeps that to a fraction of a dict's
+memory, and it is stored in the index as a JSON list.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from brigade.core.accounting import judged_model, model_run
+from brigade.core.identity import CELL_SCHEMA
+from brigade.core.taxonomy import STATES, State
+
+
+def _str(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
+def _count(value: Any) -> int | None:
+    """A positive int (an attempt number), else None (a bool is no number)."""
+    return value if type(value) is int and value > 0 else None
+
+
+def _digest(value: Any) -> str | None:
+    """A recorded digest; `""` (which no file's digest equals) when it is recorded as
+    something else than a string, so a check against it fails rather than being skipped."""
+    return value if type(value) is str or value is None else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _number(value: Any) -> float | None:
+    return value if type(value) in (int, float) else None
+
+
+# The objects of a receipt (grader results, usage, ...) are its document's own, typed
+# read-only (`Mapping`) and never changed: the usage and projection code they are handed to
+# takes JSON objects as they are, and a copy per receipt would cost a large report its time.
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if type(value) is dict else None
+
+
+def _mappings(value: Any) -> tuple[Mapping[str, Any], ...]:
+    """The objects of a JSON list (anything else in it left out); () for no list."""
+    if type(value) is not list:
+        return ()
+    return tuple(item for item in value if type(item) is dict)
+
+
+def _objects(value: Any) -> tuple[Mapping[str, Any], ...] | None:
+    """A JSON list of objects, None when it is no list or holds anything else."""
+    if type(value) is not list or any(type(item) is not dict for item in value):
+        return None
+    return tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """The apparatus fault a receipt records (`fault`): its kind, message, the provider's
+    retry hint, and the object as read."""
+
+    kind: str | None
+    message: str | None
+    retry_after_seconds: float | None
+    document: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, value: Any) -> Fault | None:
+        """The fault of a receipt's `fault` value, None when it is no object."""
+        if type(value) is not dict:
+            return None
+        kind = value.get("kind")
+        return cls(
+            sys.intern(kind) if type(kind) is str else None,
+            _str(value.get("message")),
+            _number(value.get("retry_after_seconds")),
+            value,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptUsage:
+    """One entry of a receipt's `attempts_usage`: an attempt whose seat ran and its usage
+    (None: unknown)."""
+
+    attempt: int
+    usage: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """A trusted cell.json, parsed once: each field typed, None (or empty) when the receipt
+    lacks it or records it with the wrong type; `document` is the receipt as read (with
+    what outdir/legacy derives), never to be changed."""
+
+    cell_id: str
+    state: State
+    attempt: int | None  # a positive int
+    coordinate: str | None
+    case: Mapping[str, Any] | None  # `{id, prompt}`: what the cell's identity holds of its case
+    case_id: str | None
+    prompt: str | None
+    trial: int | None
+    execution_mode: str | None
+    seat: Mapping[str, Any] | None  # the seat's spec (the original tool's receipts: a name)
+    seat_name: str | None  # the original tool's receipts name the seat only
+    started_at: str | None
+    finished_at: str | None
+    graded_at: str | None
+    duration_seconds: float | None
+    exit_code: int | None
+    score: float | None
+    output_digest: str | None  # `""`: recorded, but as no string (see `_digest`)
+    changes_digest: str | None  # (as output_digest)
+    failure_reason: str | None
+    failure_detail: str | None
+    fault: Fault | None
+    graders: tuple[Mapping[str, Any], ...]  # the grader results that are objects
+    grader_specs: tuple[Mapping[str, Any], ...] | None  # None: no list of objects
+    grader_keys: tuple[str | None, ...] | None  # None: the receipt records no list
+    reused_grades: tuple[Mapping[str, Any], ...]
+    reused_run: Mapping[str, Any] | None
+    usage: Mapping[str, Any] | None
+    attempts_usage: tuple[AttemptUsage, ...]  # the entries with an attempt number
+    notes: tuple[str, ...]
+    cli_version: str | None
+    document: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, doc: Any) -> Receipt | None:
+        """The receipt a parsed cell.json is (its schema tag, a cell id and a known state),
+        else None: what is not a receipt is never read as one."""
+        if (
+            type(doc) is not dict
+            or doc.get("schema") != CELL_SCHEMA
+            or type(cell_id := doc.get("cell_id")) is not str
+            or (state := doc.get("state")) not in STATES
+        ):
+            return None
+        seat = doc.get("seat")
+        keys = doc.get("grader_keys")
+        fields = doc.get("attempts_usage")
+        notes = doc.get("notes")
+        return cls(
+            cell_id=cell_id,
+            state=sys.intern(state),  # type: ignore[arg-type]  # (one of STATES)
+            attempt=_count(doc.get("attempt")),
+            coordinate=_str(doc.get("coordinate")),
+            case=_mapping(doc.get("case")),
+            case_id=_str(doc.get("case_id")),
+            prompt=_str(doc.get("prompt")),
+            trial=_int(doc.get("trial")),
+            execution_mode=_str(doc.get("execution_mode")),
+            seat=_mapping(seat),
+            seat_name=_str(seat),
+            started_at=_str(doc.get("started_at")),
+            finished_at=_str(doc.get("finished_at")),
+            graded_at=_str(doc.get("graded_at")),
+            duration_seconds=_number(doc.get("duration_seconds")),
+            exit_code=_int(doc.get("exit_code")),
+            score=_number(doc.get("score")),
+            output_digest=_digest(doc.get("output_digest")),
+            changes_digest=_digest(doc.get("changes_digest")),
+            failure_reason=_str(doc.get("failure_reason")),
+            failure_detail=_str(doc.get("failure_detail")),
+            fault=Fault.of(doc.get("fault")),
+            graders=_mappings(doc.get("graders")),
+            grader_specs=_objects(doc.get("grader_specs")),
+            grader_keys=tuple(map(_str, keys)) if type(keys) is list else None,
+            reused_grades=_mappings(doc.get("reused_grades")),
+            reused_run=_mapping(doc.get("reused_run")),
+            usage=_mapping(doc.get("usage")),
+            attempts_usage=tuple(
+                AttemptUsage(entry["attempt"], _mapping(entry.get("usage")))
+                for entry in (fields if type(fields) is list else ())
+                if type(entry) is dict and type(entry.get("attempt")) is int
+            ),
+            notes=tuple(n for n in notes if type(n) is str) if type(notes) is list else (),
+            cli_version=_str(doc.get("cli_version")),
+            document=doc,
+        )
+
+    @property
+    def view(self) -> ReceiptView:
+        """Its outcome view (`ReceiptView`), made from the document (no digest)."""
+        return ReceiptView.of(self.document)
 
 
 class ReceiptView(NamedTuple):
@@ -161,11 +345,15 @@ def _compact(usage: Any) -> dict[str, Any] | None:
     return compact
 
 
-def view_of(receipt: Mapping[str, Any] | None) -> ReceiptView | None:
-    """The view of a receipt, None for none."""
+def view_of(receipt: Receipt | Mapping[str, Any] | None) -> ReceiptView | None:
+    """The view of a receipt (parsed, or a document), None for none."""
+    if isinstance(receipt, Receipt):
+        return receipt.view
     return ReceiptView.of(receipt) if receipt is not None else None
 
 
-def views_of(receipts: Mapping[str, Mapping[str, Any] | None]) -> dict[str, ReceiptView | None]:
+def views_of(
+    receipts: Mapping[str, Receipt | Mapping[str, Any] | None],
+) -> dict[str, ReceiptView | None]:
     """cell_id -> view, for full receipts keyed by cell_id."""
     return {cell_id: view_of(receipt) for cell_id, receipt in receipts.items()}

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
-
-from brigade.core.receipts import ReceiptView
+from typing import Any, Literal, Protocol, get_args
 
 State = Literal[
     "accepted",
@@ -212,7 +210,21 @@ def is_real_failure(state: str | None, failure_reason: str | None) -> bool:
     return state == "rejected" or (state == "execution_error" and failure_reason != "timeout")
 
 
-def is_transient(receipt: ReceiptView) -> bool:
+class Outcome(Protocol):
+    """What the resume table reads of a receipt: a `core/receipts.ReceiptView` or `Receipt`."""
+
+    @property
+    def state(self) -> str:
+        """The receipt's state."""
+        ...
+
+    @property
+    def failure_reason(self) -> str | None:
+        """Its failure reason (`timeout`, ...), None when it records none."""
+        ...
+
+
+def is_transient(receipt: Outcome) -> bool:
     """What --retry-transient re-runs: the measurement failures a new attempt may cure
     (adapter_error and timed-out execution_error; grader_error is re-graded instead)."""
     state = receipt.state
@@ -237,7 +249,7 @@ def outcome_name(bucket: int, incomplete: bool) -> str:
     return {EXIT_CLEAN: "clean", EXIT_REJECTED: "rejected"}.get(bucket, "measurement_failure")
 
 
-def decide(receipt: ReceiptView | None, *, retry_transient: bool, reusable: bool) -> Action:
+def decide(receipt: Outcome | None, *, retry_transient: bool, reusable: bool) -> Action:
     """One row of the resume table (docs/contracts/cell-identity-and-resume.md).
 
     - accepted / rejected / unscored / execution_error / adapter_error: skip,
@@ -257,7 +269,7 @@ def decide(receipt: ReceiptView | None, *, retry_transient: bool, reusable: bool
     return "reuse" if reusable else "run"
 
 
-def reusable_source(receipt: ReceiptView | None, *, retry_transient: bool) -> bool:
+def reusable_source(receipt: Outcome | None, *, retry_transient: bool) -> bool:
     """Whether a receipt's seat run may be graded for a cell differing only in graders."""
     if receipt is None or receipt.state not in TERMINAL:
         return False
