@@ -25,6 +25,7 @@ from test_report import (
     TRANSCRIPT_PATH,
     WEIRD_CASE,
     WEIRD_SEAT,
+    parsed,
     unit_report,
 )
 
@@ -39,7 +40,7 @@ from brigade.report.pages import case_anchor, case_page, cell_anchor, cell_page
 
 def write(out: Path, plan: Plan, receipts: dict[str, Any], summary: Any, **extra: Any) -> Any:
     """write_report with the full receipts (and their views, as a finished run has them)."""
-    return write_report(out, plan, views_of(receipts), summary, receipts=receipts, **extra)
+    return write_report(out, plan, views_of(receipts), summary, receipts=parsed(receipts), **extra)
 
 
 def ids(plan: Plan) -> dict[str, str]:

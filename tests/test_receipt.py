@@ -4,12 +4,15 @@ None, never a crash; what is not a receipt is None."""
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from brigade.core.identity import CELL_SCHEMA
 from brigade.core.receipts import AttemptUsage, Fault, Receipt, ReceiptView, view_of
+from brigade.outdir import store
 
 CELL_ID = "c" * 64
 
@@ -142,3 +145,15 @@ def test_its_view_is_the_documents() -> None:
     assert receipt is not None
     assert receipt.view == ReceiptView.of(doc()) == view_of(receipt) == view_of(doc())
 
+
+def test_the_store_parses_a_cell_json_once_where_it_is_read(tmp_path: Path) -> None:
+    folder = store.cell_dir(tmp_path, CELL_ID)
+    folder.mkdir(parents=True)
+    (folder / store.RECEIPT_FILE).write_text(json.dumps(doc(duration_seconds="long")))
+    receipt, attempt = store.read_cell_json(tmp_path, CELL_ID)
+    assert isinstance(receipt, Receipt) and attempt == 2
+    assert receipt.duration_seconds is None and receipt.state == "rejected"
+    full, view = store.read_cell(tmp_path, CELL_ID)
+    assert full == receipt and view is not None and view.digest is not None
+    (folder / store.RECEIPT_FILE).write_text(json.dumps(doc(cell_id="d" * 64)))
+    assert store.read_receipt(tmp_path, CELL_ID) is None  # another cell's receipt

@@ -14,10 +14,10 @@ import pytest
 import xmlschema
 from conftest import CHROMIUM, FAKE_CLI, REPO, Project, chromium
 
-from brigade.core.identity import digest
+from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.plan import Plan, build_plan, plan_from_document
 from brigade.core.projection import make_secrets
-from brigade.core.receipts import views_of
+from brigade.core.receipts import Receipt, views_of
 from brigade.core.summary import build_summary
 from brigade.engine.engine import Engine
 from brigade.engine.session import Options, open_session
@@ -82,6 +82,14 @@ def grader(score: float | None, detail: str, status: str = "scored") -> dict[str
         "status": status,
         "score": score,
         "detail": detail,
+    }
+
+
+def parsed(receipts: dict[str, Any]) -> dict[str, Receipt | None]:
+    """The receipts as the store's reader hands them over (parsed once)."""
+    return {
+        cell_id: Receipt.of({"schema": CELL_SCHEMA, **doc}) if doc is not None else None
+        for cell_id, doc in receipts.items()
     }
 
 
@@ -230,7 +238,7 @@ def cases_by_name(root: ET.Element) -> dict[str, ET.Element]:
 
 def test_junit_has_a_suite_per_seat_and_a_case_per_cell(tmp_path: Path, schema) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    result = write_report(out, plan, views_of(receipts), summary, receipts=receipts)
+    result = write_report(out, plan, views_of(receipts), summary, receipts=parsed(receipts))
     assert result.leaks == ()
     junit = out / "report" / "junit.xml"
     assert result.files == (junit, out / "report" / "index.html")
@@ -324,7 +332,7 @@ def test_junit_strips_characters_xml_cannot_carry(tmp_path: Path, schema) -> Non
     out, plan, receipts, summary = unit_report(tmp_path)
     first = plan.cells[0].cell_id
     receipts[first]["graders"] = [grader(1.0, "bell \x07 and nul \x00 here")]
-    report = build_report(out, plan, receipts, summary)
+    report = build_report(out, plan, parsed(receipts), summary)
     data = junit_xml("unit", report.cells)
     schema.validate(ET.fromstring(data))
     assert b"\x07" not in data and b"\x00" not in data
@@ -335,7 +343,7 @@ def test_junit_strips_characters_xml_cannot_carry(tmp_path: Path, schema) -> Non
 
 def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
+    write_report(out, plan, views_of(receipts), summary, receipts=parsed(receipts))
     page = (out / "report" / "index.html").read_text()
     # one file, no network: nothing is loaded from anywhere; links go to its detail pages
     for reference in ("http://", "https://", "src=", "@import", "url("):
@@ -380,7 +388,7 @@ def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
 def test_reports_leak_no_prompt_path_or_env_value(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
     result = write_report(
-        out, plan, views_of(receipts), summary, receipts=receipts, workspace=tmp_path
+        out, plan, views_of(receipts), summary, receipts=parsed(receipts), workspace=tmp_path
     )
     assert result.leaks == ()
     for path in result.files:
@@ -414,7 +422,7 @@ def test_names_equal_to_secrets_are_shown_as_they_are(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
     secrets = make_secrets(["a prompt about weird names", WEIRD_CASE], [], ["alpha-x", "alpha"])
     result = write_report(
-        out, plan, views_of(receipts), summary, receipts=receipts, secrets=secrets
+        out, plan, views_of(receipts), summary, receipts=parsed(receipts), secrets=secrets
     )
     assert result.leaks == ()
     root = ET.parse(out / "report" / "junit.xml").getroot()
@@ -428,13 +436,13 @@ def test_names_equal_to_secrets_are_shown_as_they_are(tmp_path: Path) -> None:
 
 def test_unchanged_reports_are_not_rewritten(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
+    write_report(out, plan, views_of(receipts), summary, receipts=parsed(receipts))
     page = out / "report" / "index.html"
     before = page.stat().st_mtime_ns
-    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
+    write_report(out, plan, views_of(receipts), summary, receipts=parsed(receipts))
     assert page.stat().st_mtime_ns == before
     page.write_text("tampered")
-    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
+    write_report(out, plan, views_of(receipts), summary, receipts=parsed(receipts))
     assert page.read_text().startswith("<!DOCTYPE html>")
 
 
@@ -652,7 +660,7 @@ def test_report_command_errors(project: Project) -> None:
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_the_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     out, plan, receipts, summary = unit_report(tmp_path)
-    write_report(out, plan, views_of(receipts), summary, receipts=receipts)
+    write_report(out, plan, views_of(receipts), summary, receipts=parsed(receipts))
     page = out / "report" / "index.html"
     done = chromium(tmp_path / "chromium-profile", "--dump-dom", page.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]

@@ -233,7 +233,7 @@ def test_receipts_say_where_their_run_is_relative_to_the_output_directory(
     assert not scanned.changed  # every view as the index holds it
     monkeypatch.undo()
     full = store.read_receipt(moved, path.parent.name)
-    assert full is not None and full["run_dir"] == str(moved / relative)
+    assert full is not None and full.document["run_dir"] == str(moved / relative)
 
 
 def test_a_copy_with_one_receipt_edited_exports_and_shows_that_edit(

@@ -268,7 +268,7 @@ def test_read_receipt_ok(tmp_path: Path) -> None:
         '"attempt": 3}' % CELL_ID,
     )
     receipt, attempt = store.read_cell_json(tmp_path, CELL_ID)
-    assert receipt is not None and receipt["state"] == "grader_error"
+    assert receipt is not None and receipt.state == "grader_error"
     assert attempt == 3
 
 

@@ -10,6 +10,7 @@ from conftest import BATTERY_STATES, Project
 
 from brigade.adapters.base import SeatRequest
 from brigade.core.plan import Cell
+from brigade.core.receipts import Receipt
 from brigade.engine.session import Options, Session, open_session
 from brigade.errors import TamperedOutput
 from brigade.inputs import schemas
@@ -171,16 +172,18 @@ def test_regrade_rewrites_a_receipt_only_when_the_verdict_changes(
     session = opened(finished_battery)
     cell = cell_at(session, "no:agent:1")
     receipt = finished_battery.receipt("no:agent:1")
+    read = Receipt.of(receipt)
+    assert read is not None
     before = (finished_battery.cell_dir("no:agent:1") / "cell.json").stat()
-    assert runner.regrade(session.ctx, cell, receipt) is receipt
+    assert runner.regrade(session.ctx, cell, read) is read
     after = (finished_battery.cell_dir("no:agent:1") / "cell.json").stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     graded = json.loads(json.dumps(receipt))
     graded["graders"][0]["status"] = "grader_error"
     graded["state"] = "grader_error"
-    updated = runner.regrade(session.ctx, cell, graded)
-    assert updated["state"] == "rejected"
-    assert finished_battery.receipt("no:agent:1") == updated
+    updated = runner.regrade(session.ctx, cell, Receipt.of(graded))  # type: ignore[arg-type]
+    assert updated is not None and updated.state == "rejected"
+    assert finished_battery.receipt("no:agent:1") == updated.document
 
 
 def _without_timings(receipt: dict[str, object]) -> dict[str, object]:
@@ -205,17 +208,19 @@ def test_a_regrade_assembles_the_receipt_its_run_wrote(
     broken["state"] = "grader_error"
     broken["failure_reason"] = "grader_error"
     broken["reused_grades"] = [0]
-    regraded = runner.regrade(session.ctx, cell, broken)
+    regraded = runner.regrade(session.ctx, cell, Receipt.of(broken))  # type: ignore[arg-type]
     assert regraded is not None
-    assert _without_timings(regraded) == _without_timings(ran)
-    assert finished_battery.receipt(coordinate) == regraded
+    assert _without_timings(dict(regraded.document)) == _without_timings(ran)
+    assert finished_battery.receipt(coordinate) == regraded.document
 
 
 def test_a_changed_output_is_refused(finished_battery: Project) -> None:
     session = opened(finished_battery)
-    receipt = finished_battery.receipt("ok:agent:1")
-    assert runner.verify_output(session.ctx, receipt) == Path(receipt["run_dir"])
-    (Path(receipt["run_dir"]) / "final.txt").write_text("hellO\n")
+    doc = finished_battery.receipt("ok:agent:1")
+    receipt = Receipt.of(doc)
+    assert receipt is not None
+    assert runner.verify_output(session.ctx, receipt) == Path(doc["run_dir"])
+    (Path(doc["run_dir"]) / "final.txt").write_text("hellO\n")
     with pytest.raises(TamperedOutput, match="output digest mismatch"):
         runner.verify_output(session.ctx, receipt)
     with pytest.raises(TamperedOutput):

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from conftest import FAKE_CLI, Project, git_workspace
 
+from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell, Plan, plan_from_document
+from brigade.core.receipts import Receipt
 from brigade.errors import InputError
 from brigade.outdir import store
 from brigade.outdir.results import read_plan_document
@@ -425,12 +427,16 @@ def test_usage_is_shown_when_known() -> None:
     plan = fake_plan(["a" * 64])
     record = CellRecord(
         cell=plan.cells[0],
-        receipt={
-            "state": "accepted",
-            "attempt": 1,
-            "graders": [],
-            "usage": {"output_tokens": 5, "model": "m1"},
-        },
+        receipt=Receipt.of(
+            {
+                "schema": CELL_SCHEMA,
+                "cell_id": "a" * 64,
+                "state": "accepted",
+                "attempt": 1,
+                "graders": [],
+                "usage": {"output_tokens": 5, "model": "m1"},
+            }
+        ),
         attempts=(Attempt(1, "accepted", "T", "T", 1.0, None, None, Path("/o/run")),),
         cell_dir=Path("/o"),
         run_dir=None,

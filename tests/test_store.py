@@ -165,11 +165,13 @@ def test_a_terminal_receipt_is_also_kept_in_its_attempt(tmp_path: Path) -> None:
     store.write_receipt(tmp_path, running)
     attempt_copy = store.attempt_dir(tmp_path, CELL_ID, 1) / store.RECEIPT_FILE
     assert not attempt_copy.exists()
-    assert store.read_receipt(tmp_path, CELL_ID) == running
+    read = store.read_receipt(tmp_path, CELL_ID)
+    assert read is not None and read.document == running
     done = receipt("unscored", run_dir=str(store.run_dir(tmp_path, CELL_ID, 1)))
     store.write_receipt(tmp_path, done, durable=False)
     assert json.loads(attempt_copy.read_text()) == done
-    assert store.read_cell_json(tmp_path, CELL_ID) == (done, 1)
+    read, attempt = store.read_cell_json(tmp_path, CELL_ID)
+    assert read is not None and read.document == done and attempt == 1
 
 
 def test_an_invalid_receipt_is_never_written(tmp_path: Path) -> None:

@@ -425,8 +425,11 @@ class Engine:
         if cell_id in self.tally.handed:
             return
         receipt = store.read_receipt(self.out, cell_id)
-        state = receipt["state"] if receipt is not None else None
-        self._count(state, receipt, self.scope.own[cell_id].cell.coordinate)
+        coordinate = self.scope.own[cell_id].cell.coordinate
+        if receipt is None:
+            self._count(None, None, coordinate)
+        elif self.progress is not None:
+            self.progress.finish(receipt.state, coordinate, receipt.duration_seconds)
 
     def task_found(self, cell_id: str) -> None:
         """A cell's step had nothing to do: counted as it was recorded at load time."""
@@ -770,12 +773,12 @@ class Engine:
 
         for cell in named:
             receipt = store.read_receipt(self.out, cell.cell_id)
-            state = receipt["state"] if receipt is not None else "missing"
+            state = receipt.state if receipt is not None else "missing"
             facts = []
-            if receipt is not None and receipt.get("attempt"):
-                facts.append(f"attempt {receipt['attempt']}")
-            if receipt is not None and isinstance(receipt.get("duration_seconds"), (int, float)):
-                facts.append(duration(float(receipt["duration_seconds"])))
+            if receipt is not None and receipt.attempt:
+                facts.append(f"attempt {receipt.attempt}")
+            if receipt is not None and receipt.duration_seconds is not None:
+                facts.append(duration(float(receipt.duration_seconds)))
             more = f" ({', '.join(facts)})" if facts else ""
             self._say(
                 f"brigade: {cell.coordinate}: {state}{more}: {state_reason(state, receipt)}\n"

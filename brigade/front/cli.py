@@ -246,7 +246,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     gradeable = []
     for cell in plan.cells:
         receipt = store.read_receipt(out, cell.cell_id)
-        if receipt is not None and receipt["state"] in GRADEABLE:
+        if receipt is not None and receipt.state in GRADEABLE:
             verify_output(ctx, receipt, needs_patch(cell))
             built_for_grading(ctx, cell)  # before any cell is regraded: all or nothing
             gradeable.append((cell, receipt))
@@ -259,7 +259,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         updated = regrade(ctx, cell, receipt, durable=False, verified=True)
         if updated is not None:  # (None: the budget kept its judges back)
             regraded += 1
-            changed += updated["state"] != receipt["state"]
+            changed += updated.state != receipt.state
     os.sync()
     finished = finish_run(out, plan, workspace)
     if _leaked(finished.leaks):

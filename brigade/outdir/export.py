@@ -374,7 +374,7 @@ def export(
                 continue
             stamp = read.stamp()
             target = Path(f"{cells_text}/{cell_id}.json")
-            _write(target, project_receipt(full, out_text, secrets), CELL_SCHEMA)
+            _write(target, project_receipt(full.document, out_text, secrets), CELL_SCHEMA)
             written[name] = stamp
     _mark(dest)
     written[MARKER_FILE] = "marker"

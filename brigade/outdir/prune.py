@@ -45,12 +45,12 @@ def stale_cells(out: Path, plan: Plan) -> list[StaleCell]:
         if name in current or not _CELL_ID.match(name):
             continue
         receipt = store.read_receipt(out, name)
-        coordinate = listed.get(name) or (receipt or {}).get("coordinate")
+        coordinate = listed.get(name) or (receipt.coordinate if receipt is not None else None)
         found.append(
             StaleCell(
                 cell_id=name,
                 coordinate=coordinate if isinstance(coordinate, str) else None,
-                state=str(receipt["state"]) if receipt is not None else "missing",
+                state=receipt.state if receipt is not None else "missing",
                 listed=name in listed,
             )
         )

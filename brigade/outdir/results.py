@@ -12,13 +12,13 @@ from brigade import fs
 from brigade.core.clock import utc_now
 from brigade.core.jsonpath import format_path
 from brigade.core.plan import PLAN_SCHEMA, Plan, PlanShapeError, plan_from_document
-from brigade.core.receipts import ReceiptView
+from brigade.core.receipts import Receipt, ReceiptView
 from brigade.core.taxonomy import fault_kind_of, measurement_kind
 from brigade.errors import InputError
 from brigade.outdir import caches, legacy, store
 
 # cell_id -> a trusted receipt in full / its view (None: missing or untrusted)
-Receipts = dict[str, dict[str, Any] | None]
+Receipts = dict[str, Receipt | None]
 Views = dict[str, ReceiptView | None]
 # above this many cells summary.json is written compact and validated by sample
 LARGE_PLAN = 1000

@@ -278,25 +278,34 @@ def reuse_index(out: Path, current: set[str], retry_transient: bool) -> dict[str
         return {}
     for name in names:
         receipt = store.read_receipt(out, name)
-        if receipt is None or not reusable_source(
-            ReceiptView.of(receipt), retry_transient=retry_transient
+        if receipt is None or not reusable_source(receipt, retry_transient=retry_transient):
+            continue
+        case, seat, specs = receipt.case or {}, receipt.seat, receipt.grader_specs
+        case_id, prompt = case.get("id"), case.get("prompt")
+        if (
+            not isinstance(case_id, str)
+            or not isinstance(prompt, str)
+            or seat is None
+            or receipt.trial is None
+            or specs is None
+            or receipt.execution_mode is None
         ):
             continue
         try:
             payload = identity_payload(
-                case_id=receipt["case"]["id"],
-                prompt=receipt["case"]["prompt"],
-                seat=receipt["seat"],
-                trial=receipt["trial"],
-                graders=receipt["grader_specs"],
-                execution_mode=receipt["execution_mode"],
+                case_id=case_id,
+                prompt=prompt,
+                seat=dict(seat),
+                trial=receipt.trial,
+                graders=[dict(spec) for spec in specs],
+                execution_mode=receipt.execution_mode,
             )
         except (KeyError, TypeError):
             continue
         if hash_cell(payload) != name:
             continue
         key = run_key(payload)
-        finished = str(receipt.get("finished_at", ""))
+        finished = receipt.finished_at or ""
         if key not in index or finished > index[key][1]:
             index[key] = (name, finished)
     return {key: value[0] for key, value in index.items()}

@@ -23,7 +23,7 @@ from typing import Any
 from brigade import fs
 from brigade.core import jsontext
 from brigade.core.identity import CELL_SCHEMA, digest
-from brigade.core.receipts import ReceiptView
+from brigade.core.receipts import Receipt, ReceiptView
 from brigade.core.taxonomy import STATES
 from brigade.inputs import schemas
 from brigade.outdir import feed, legacy
@@ -273,18 +273,18 @@ def recorded_attempt(doc: Any) -> int | None:
     return attempt if type(attempt) is int and attempt > 0 else None
 
 
-def receipt_in(out: Path, cell_id: str, doc: Any) -> dict[str, Any] | None:
+def receipt_in(out: Path, cell_id: str, doc: Any) -> Receipt | None:
     """A parsed cell.json of `out` as a trusted receipt in this output directory's terms
     (legacy.receipt_view: what a receipt of the original tool lacks is derived, and a
-    run folder recorded elsewhere is the attempt's in the cell's own folder); None when
-    it is not one to trust."""
+    run folder recorded elsewhere is the attempt's in the cell's own folder), parsed once
+    into a `Receipt`; None when it is not one to trust."""
     receipt = trusted_receipt(doc, cell_id)
     if receipt is None:
         return None
     attempt = recorded_attempt(receipt)
     base = os.path.abspath(out)
     local = f"{base}/{run_path(cell_id, attempt)}" if attempt is not None else None
-    return legacy.receipt_view(receipt, base, local)
+    return Receipt.of(legacy.receipt_view(receipt, base, local))
 
 
 def view_in(cell_id: str, doc: Any, digest: str | None = None) -> ReceiptView | None:
@@ -295,7 +295,7 @@ def view_in(cell_id: str, doc: Any, digest: str | None = None) -> ReceiptView | 
     return ReceiptView.of(legacy.derived(receipt), digest) if receipt is not None else None
 
 
-def read_cell(out: Path, cell_id: str) -> tuple[dict[str, Any] | None, ReceiptView | None]:
+def read_cell(out: Path, cell_id: str) -> tuple[Receipt | None, ReceiptView | None]:
     """A cell's trusted receipt in full (as `read_receipt`) and its view with the digest of
     the bytes both came from (one read); (None, None) when there is none."""
     base = cell_dir(out, cell_id)
@@ -345,7 +345,7 @@ def existing_cells(out: Path) -> set[str]:
         return set()
 
 
-def read_cell_json(out: Path, cell_id: str) -> tuple[dict[str, Any] | None, int | None]:
+def read_cell_json(out: Path, cell_id: str) -> tuple[Receipt | None, int | None]:
     """A cell's trusted receipt in full (None when there is none) and the attempt number its
     cell.json records. A cell.json naming another cell, or read through a cell folder
     that is a symbolic link (into who knows where), is never trusted."""
@@ -364,7 +364,7 @@ def has_cell_json(out: Path, cell_id: str) -> bool:
     return os.path.islink(base) or os.path.lexists(base / RECEIPT_FILE)
 
 
-def read_receipt(out: Path, cell_id: str) -> dict[str, Any] | None:
+def read_receipt(out: Path, cell_id: str) -> Receipt | None:
     """A cell's trusted receipt in full, None when there is none (see read_cell_json)."""
     return read_cell_json(out, cell_id)[0]
 

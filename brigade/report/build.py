@@ -29,7 +29,7 @@ from brigade.core.projection import (
     project_receipt,
     project_summary,
 )
-from brigade.core.receipts import ReceiptView, grader_usage_of, views_of
+from brigade.core.receipts import Receipt, ReceiptView, grader_usage_of, views_of
 from brigade.errors import EnvironmentProblem, InputError
 from brigade.outdir import caches, store
 from brigade.outdir.export import clean_here, movable_digest, moved_secrets, secrets_for
@@ -67,15 +67,15 @@ GRADER_FIELDS = ("grader_id", "status", "score", "detail")
 FAULT_LIMIT = 2000
 
 
-def _answer(out: Path, receipt: Mapping[str, Any], secrets: Secrets) -> str | None:
+def _answer(out: Path, receipt: Receipt, secrets: Secrets) -> str | None:
     """A finished cell's answer as JUnit shows it: projected, cut with a note."""
     from brigade.report.detail import FINAL, read_text
     from brigade.report.views import JUNIT_ANSWER_LIMIT, shown
 
-    attempt = receipt.get("attempt")
-    if receipt.get("state") == "running" or not isinstance(attempt, int):
+    attempt = receipt.attempt
+    if receipt.state == "running" or attempt is None:
         return None
-    final = store.run_dir(out, str(receipt["cell_id"]), attempt) / FINAL
+    final = store.run_dir(out, receipt.cell_id, attempt) / FINAL
     read = read_text(final, JUNIT_ANSWER_LIMIT * 4)
     if read is None:
         return None
@@ -88,7 +88,7 @@ def _answer(out: Path, receipt: Mapping[str, Any], secrets: Secrets) -> str | No
 def report_cells(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, dict[str, Any] | None],
+    receipts: Mapping[str, Receipt | None],
     secrets: Secrets,
 ) -> list[ReportCell]:
     """Every planned cell, from its projected receipt (a stand-in for cells with none), with
@@ -104,15 +104,15 @@ def report_cells(
     cells = []
     for cell in plan.cells:
         receipt = receipts.get(cell.cell_id)
-        fault = fault_text(receipt) if receipt is not None else None
+        fault = fault_text(receipt.document) if receipt is not None else None
         shown_fault = shown(fault, secrets, FAULT_LIMIT).text if fault else None
         answer = _answer(out, receipt, secrets) if receipt is not None else None
         fields: dict[str, Any] = {"cell_id": cell.cell_id, "state": "missing"}
         if receipt is not None:
-            fields.update({k: receipt[k] for k in REPORT_FIELDS if k in receipt})
-            fields["graders"] = [
-                {k: g.get(k) for k in GRADER_FIELDS} for g in receipt.get("graders", [])
-            ]
+            # the fields shown, as the receipt holds them: the projection decides their roles
+            document = receipt.document
+            fields.update({k: document[k] for k in REPORT_FIELDS if k in document})
+            fields["graders"] = [{k: g.get(k) for k in GRADER_FIELDS} for g in receipt.graders]
         projected = project_receipt(fields, out_text, secrets)
         cells.append(
             ReportCell(
@@ -139,10 +139,8 @@ def report_cells(
     return cells
 
 
-def _fault_kind(receipt: Mapping[str, Any] | None) -> str | None:
-    fault = receipt.get("fault") if receipt is not None else None
-    kind = fault.get("kind") if isinstance(fault, Mapping) else None
-    return kind if isinstance(kind, str) else None
+def _fault_kind(receipt: Receipt | None) -> str | None:
+    return receipt.fault.kind if receipt is not None and receipt.fault is not None else None
 
 
 def _cell_usage(attempts: Any, plan: Plan, model: str | None) -> dict[str, Any] | None:
@@ -156,9 +154,9 @@ def _cell_usage(attempts: Any, plan: Plan, model: str | None) -> dict[str, Any] 
     )
 
 
-def _grader_usage(receipt: Mapping[str, Any] | None, plan: Plan) -> dict[str, Any] | None:
+def _grader_usage(receipt: Receipt | None, plan: Plan) -> dict[str, Any] | None:
     """What a cell's judges spent, priced with the plan's prices (None: no judge ran)."""
-    docs = grader_usage_of(receipt) if receipt is not None else ()
+    docs = grader_usage_of(receipt.document) if receipt is not None else ()
     if not docs:
         return None
     return grader_spending(attempts_of(docs, plan.prices, None) or ())
@@ -174,14 +172,14 @@ class Report:
     secrets: Secrets
     out: Path | None = None
     plan: Plan | None = None
-    receipts: Mapping[str, dict[str, Any] | None] | None = None
+    receipts: Mapping[str, Receipt | None] | None = None
     workspace: Path | None = None
 
 
 def build_report(
     out: Path,
     plan: Plan,
-    receipts: Mapping[str, dict[str, Any] | None],
+    receipts: Mapping[str, Receipt | None],
     summary: Mapping[str, Any],
     *,
     workspace: Path | None = None,
@@ -385,7 +383,7 @@ def write_report(
     *,
     workspace: Path | None = None,
     secrets: Secrets | None = None,
-    receipts: Mapping[str, dict[str, Any] | None] | None = None,
+    receipts: Mapping[str, Receipt | None] | None = None,
 ) -> ReportResult:
     """Write <out>/report/junit.xml, <out>/report/index.html and its detail pages, and check
     them for leaks.

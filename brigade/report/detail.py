@@ -18,6 +18,7 @@ from typing import Any
 from brigade.core import jsontext
 from brigade.core.identity import digest
 from brigade.core.plan import Cell
+from brigade.core.receipts import Receipt
 from brigade.core.taxonomy import SEAT_FAILED
 from brigade.core.transcript import TRANSCRIPT_SCHEMA
 from brigade.outdir import store
@@ -78,7 +79,7 @@ class CellRecord:
     """Everything recorded of one planned cell (raw: not projected)."""
 
     cell: Cell
-    receipt: dict[str, Any] | None
+    receipt: Receipt | None
     attempts: tuple[Attempt, ...]
     cell_dir: Path
     run_dir: Path | None  # the current attempt's run folder, when there is one
@@ -95,17 +96,16 @@ class CellRecord:
     def state(self) -> str:
         """The receipt's state, or `unreadable`, or `missing`."""
         if self.receipt is not None:
-            return str(self.receipt["state"])
+            return self.receipt.state
         return "unreadable" if self.unreadable else "missing"
 
     @property
     def usage(self) -> dict[str, Any] | None:
         """The receipt's usage, else run.json's, when either records one."""
-        for doc in (self.receipt, self.run_doc):
-            usage = doc.get("usage") if doc is not None else None
-            if isinstance(usage, dict):
-                return usage
-        return None
+        if self.receipt is not None and self.receipt.usage is not None:
+            return dict(self.receipt.usage)
+        usage = self.run_doc.get("usage") if self.run_doc is not None else None
+        return usage if isinstance(usage, dict) else None
 
     @property
     def fault(self) -> str | None:
@@ -175,11 +175,11 @@ def unlinked(base: Path, *parts: str) -> Path | None:
     return path
 
 
-def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attempt, ...]:
+def _attempts(cell_dir: Path, receipt: Receipt | None) -> tuple[Attempt, ...]:
     listed = unlinked(cell_dir, store.ATTEMPTS_DIR)
     numbers = store.attempt_numbers(cell_dir) if listed is not None else []
-    current = receipt.get("attempt") if receipt is not None else None
-    if isinstance(current, int) and current > 0 and current not in numbers:
+    current = receipt.attempt if receipt is not None else None
+    if current is not None and current not in numbers:
         numbers.append(current)  # its folder is gone: the receipt still says what it was
     numbers.sort()
     attempts = []
@@ -190,8 +190,11 @@ def _attempts(cell_dir: Path, receipt: Mapping[str, Any] | None) -> tuple[Attemp
         readable = unlinked(cell_dir, store.ATTEMPTS_DIR, store.attempt_name(number))
         run_readable = readable is not None and not os.path.islink(rdir)
         doc: Mapping[str, Any] | None
+        # each attempt's copy of its receipt, as written (an untrusted copy is shown as it
+        # says, never trusted for anything); the cell's own receipt says most about its
+        # current attempt
         if number == current and receipt is not None:
-            doc = receipt  # the cell's own receipt says most about its current attempt
+            doc = receipt.document
         else:
             doc = _json_object(folder / store.RECEIPT_FILE) if readable is not None else None
         reused = reused_run_text(doc) if doc is not None else None
@@ -278,20 +281,19 @@ def read_record(
     cell_dir = store.cell_dir(out, cell.cell_id)
     if receipt is _READ:
         receipt = store.read_receipt(out, cell.cell_id)
-    receipt = dict(receipt) if receipt is not None else None
     attempts = _attempts(cell_dir, receipt)
-    attempt = receipt.get("attempt") if receipt is not None else None
+    attempt = receipt.attempt if receipt is not None else None
     run_dir = (
         unlinked(cell_dir, store.ATTEMPTS_DIR, store.attempt_name(attempt), store.RUN_DIR)
-        if isinstance(attempt, int)
+        if attempt is not None
         else None
     )  # (None through a linked folder: its files could be anywhere)
     if run_dir is not None and not run_dir.is_dir():
         run_dir = None
     run_doc = _json_object(run_dir / RUN_RECORD) if run_dir is not None else None
-    finished = receipt is not None and receipt.get("state") != "running"
+    finished = receipt is not None and receipt.state != "running"
     answer = read_text(run_dir / FINAL, answer_limit) if run_dir and finished else None
-    faulty = receipt is not None and receipt.get("state") in SEAT_FAILED
+    faulty = receipt is not None and receipt.state in SEAT_FAILED
     stderr = read_tail(run_dir / STDERR, stderr_lines) if run_dir and faulty else None
     transcript = read_transcript(run_dir / TRANSCRIPT, run_doc) if run_dir is not None else None
     changes = read_changes(run_dir, run_doc, workspace) if run_dir is not None and run_doc else None
@@ -392,7 +394,7 @@ def record_document(record: CellRecord, reason: str) -> dict[str, Any]:
         "cell_id": record.cell.cell_id,
         "state": record.state,
         "reason": reason,
-        "receipt": record.receipt,
+        "receipt": dict(record.receipt.document) if record.receipt is not None else None,
         "attempts": [
             {
                 "attempt": a.number,

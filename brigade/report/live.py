@@ -299,7 +299,7 @@ class Watched:
                 continue
             # (never through a cell folder that is a link)
             receipt = store.read_receipt(self.out, cell_id)
-            view = ReceiptView.of(receipt) if receipt is not None else None
+            view = receipt.view if receipt is not None else None
             cell = self.plan.cells[index]
             unreadable = view is None and store.has_cell_json(self.out, cell_id)
             row = make_row(index, cell, view, self.plan, unreadable)

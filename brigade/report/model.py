@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from brigade.core.accounting import model_run
+from brigade.core.receipts import Receipt
 from brigade.core.taxonomy import is_measurement_failure, is_real_failure
 from brigade.core.usage import money
 
@@ -141,11 +142,10 @@ def passed(grader: Mapping[str, Any]) -> bool:
     )
 
 
-def state_reason(state: str, receipt: Mapping[str, Any] | None) -> str:
+def state_reason(state: str, receipt: Receipt | None) -> str:
     """Why a cell is in its state, in one line (from its receipt)."""
-    receipt = receipt or {}
-    graders = [g for g in receipt.get("graders") or [] if isinstance(g, Mapping)]
-    detail = receipt.get("failure_detail")
+    graders = receipt.graders if receipt is not None else ()
+    detail = receipt.failure_detail if receipt is not None else None
     if state == "missing":
         return "not run yet"
     if state == "unreadable":
@@ -155,7 +155,8 @@ def state_reason(state: str, receipt: Mapping[str, Any] | None) -> str:
         )
     if state == "running":
         return (
-            f"attempt {receipt.get('attempt')} started at {receipt.get('started_at')} and has not "
+            f"attempt {receipt and receipt.attempt} started at {receipt and receipt.started_at} "
+            "and has not "
             "finished: it is still running, or its run was killed (the next run starts a new "
             "attempt)"
         )
@@ -172,28 +173,27 @@ def state_reason(state: str, receipt: Mapping[str, Any] | None) -> str:
     if state == "execution_error":
         return str(detail or "the seat failed")
     if state == "adapter_error":
-        fault = receipt.get("fault")
-        kind = fault.get("kind") if isinstance(fault, Mapping) else None
-        kind = kind or receipt.get("failure_reason") or "fault"
+        kind = receipt.fault.kind if receipt is not None and receipt.fault is not None else None
+        kind = kind or (receipt.failure_reason if receipt is not None else None) or "fault"
         return f"{kind}: {detail}" if detail else str(kind)
     return str(detail or state)
 
 
-def short_reason(state: str, receipt: Mapping[str, Any] | None) -> str:
+def short_reason(state: str, receipt: Receipt | None) -> str:
     """The reason column of a cell list: a failure reason, fault kind or grader ids; `-`."""
-    receipt = receipt or {}
-    if receipt.get("failure_reason"):
-        return str(receipt["failure_reason"])
-    fault = receipt.get("fault")
-    if isinstance(fault, Mapping) and fault.get("kind"):
-        return str(fault["kind"])
-    graders = [g for g in receipt.get("graders") or [] if isinstance(g, Mapping)]
+    if receipt is None:
+        return "-"
+    if receipt.failure_reason:
+        return receipt.failure_reason
+    if receipt.fault is not None and receipt.fault.kind:
+        return receipt.fault.kind
+    graders = receipt.graders
     if state == "rejected":
         return _ids(g for g in graders if not passed(g)) or "-"
     if state == "grader_error":
         return _ids(g for g in graders if g.get("status") == "grader_error") or "-"
-    if state == "execution_error" and receipt.get("exit_code") is not None:
-        return f"exit {receipt['exit_code']}"
+    if state == "execution_error" and receipt.exit_code is not None:
+        return f"exit {receipt.exit_code}"
     return "-"
 
 
@@ -240,15 +240,14 @@ def usage_text(usage: Mapping[str, Any] | None) -> str | None:
     return ", ".join(parts) or None
 
 
-def reused_grades(receipt: Mapping[str, Any] | None) -> dict[str, str]:
+def reused_grades(receipt: Receipt | None) -> dict[str, str]:
     """grader id -> where its result was reused from, in words, for the graders of a
     receipt's grading that did not run again (their spec and inputs were unchanged)."""
     found: dict[str, str] = {}
-    entries = (receipt or {}).get("reused_grades")
-    for entry in entries if isinstance(entries, list) else ():
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("grader_id"), str):
+    for entry in receipt.reused_grades if receipt is not None else ():
+        if not isinstance(entry.get("grader_id"), str):
             continue
-        same = entry.get("cell_id") == (receipt or {}).get("cell_id")
+        same = receipt is not None and entry.get("cell_id") == receipt.cell_id
         where = "this cell" if same else f"cell {str(entry.get('cell_id'))[:12]}"
         when = f", graded {entry['graded_at']}" if isinstance(entry.get("graded_at"), str) else ""
         found[entry["grader_id"]] = (

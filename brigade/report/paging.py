@@ -10,11 +10,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from brigade.core.plan import Cell, Plan
 from brigade.core.projection import Secrets
-from brigade.core.receipts import ReceiptView
+from brigade.core.receipts import Receipt, ReceiptView
 from brigade.outdir import store
 from brigade.report import pages
 from brigade.report.detail import FINAL, read_record, read_text
@@ -95,7 +94,7 @@ class Sources:
 
     out: Path
     plan: Plan
-    receipts: Mapping[str, Mapping[str, Any] | None]
+    receipts: Mapping[str, Receipt | None]
     secrets: Secrets
     workspace: Path | None
     name: str
@@ -154,13 +153,13 @@ def render_page(sources: Sources, page: PagePlan, back: str) -> RenderedPage:
 
 def _case_answer(sources: Sources, cell: Cell) -> pages.CaseAnswer:
     receipt = sources.receipts.get(cell.cell_id)
-    state = str(receipt["state"]) if receipt is not None else "missing"
+    state: str = receipt.state if receipt is not None else "missing"
     if receipt is None and store.has_cell_json(sources.out, cell.cell_id):
         state = "unreadable"
-    reason = receipt.get("failure_reason") if receipt is not None else None
+    reason = receipt.failure_reason if receipt is not None else None
     answer = None
-    attempt = receipt.get("attempt") if receipt is not None else None
-    if receipt is not None and state != "running" and isinstance(attempt, int):
+    attempt = receipt.attempt if receipt is not None else None
+    if receipt is not None and state != "running" and attempt is not None:
         final = store.run_dir(sources.out, cell.cell_id, attempt) / FINAL
         read = read_text(final, CASE_ANSWER_LIMIT * 4)
         if read is not None:

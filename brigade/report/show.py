@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.core.plan import Cell, Plan
+from brigade.core.receipts import Receipt
 from brigade.core.taxonomy import COUNT_KEYS
 from brigade.errors import InputError
 from brigade.report.detail import CellRecord, Text
@@ -84,10 +85,10 @@ def _answer_lines(answer: Text, full: bool) -> list[str]:
     ]
 
 
-def _grader_lines(receipt: Mapping[str, Any] | None, out: Path) -> list[str]:
+def _grader_lines(receipt: Receipt | None, out: Path) -> list[str]:
     lines = []
     reused = reused_grades(receipt)
-    for grader in (receipt or {}).get("graders") or []:
+    for grader in receipt.graders if receipt is not None else ():
         score = grader.get("score")
         shown = "" if score is None else f" {score:g}"
         detail = " ".join(str(grader.get("detail") or "").split())
@@ -113,8 +114,8 @@ def cell_text(record: CellRecord, *, full: bool = False) -> str:
     """Everything recorded of one cell, for the terminal."""
     cell, receipt, state = record.cell, record.receipt, record.state
     label = state
-    if receipt is not None and receipt.get("failure_reason"):
-        label = f"{state} ({receipt['failure_reason']})"
+    if receipt is not None and receipt.failure_reason:
+        label = f"{state} ({receipt.failure_reason})"
     lines = [
         f"{cell.coordinate}  {label}",
         f"{INDENT}{state_reason(state, receipt)}",
@@ -145,8 +146,8 @@ def cell_text(record: CellRecord, *, full: bool = False) -> str:
     usage = usage_text(record.usage)
     if usage:
         lines += ["", f"usage: {usage}"]
-    notes = receipt.get("notes") if receipt is not None else None
-    if isinstance(notes, list) and notes:
+    notes = receipt.notes if receipt is not None else ()
+    if notes:
         # what the seat reported that was ignored (a bad usage file): it changed nothing else
         lines += ["", "notes:", *(f"{INDENT}{note}" for note in notes)]
     if record.answer is not None:
@@ -217,7 +218,7 @@ def _choose(what: str, wanted: Sequence[str], known: Iterable[str]) -> set[str]:
 
 def cell_rows(
     plan: Plan,
-    receipts: Mapping[str, Mapping[str, Any] | None],
+    receipts: Mapping[str, Receipt | None],
     *,
     states: Sequence[str] = (),
     seats: Sequence[str] = (),
@@ -234,21 +235,21 @@ def cell_rows(
         if wanted_cases and cell.case_id not in wanted_cases:
             continue
         receipt = receipts.get(cell.cell_id)
-        state = str(receipt["state"]) if receipt is not None else "missing"
+        state = receipt.state if receipt is not None else "missing"
         if wanted_states and state not in wanted_states:
             continue
-        usage = receipt.get("usage") if receipt is not None else None
-        cost = usage.get("cost_usd") if isinstance(usage, Mapping) else None
-        duration = receipt.get("duration_seconds") if receipt is not None else None
-        attempt = receipt.get("attempt") if receipt is not None else None
+        usage = receipt.usage if receipt is not None else None
+        cost = usage.get("cost_usd") if usage is not None else None
+        duration = receipt.duration_seconds if receipt is not None else None
+        attempt = receipt.attempt if receipt is not None else None
         rows.append(
             CellRow(
                 coordinate=cell.coordinate,
                 cell_id=cell.cell_id,
                 state=state,
                 reason=short_reason(state, receipt),
-                attempt=attempt if isinstance(attempt, int) else None,
-                duration=duration if isinstance(duration, (int, float)) else None,
+                attempt=attempt,
+                duration=duration,
                 cost=cost if isinstance(cost, (int, float)) else None,
             )
         )

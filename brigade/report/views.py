@@ -26,6 +26,7 @@ from brigade.core.projection import (
     project_text,
     without_cut_secret,
 )
+from brigade.core.receipts import Receipt
 from brigade.core.transcript import ENTRY_KINDS
 from brigade.report.detail import CellRecord, Text
 from brigade.report.model import reused_grades, state_reason, usage_text
@@ -170,14 +171,10 @@ def _transcript(
     return tuple(_entry(e, secrets) for e in kept), len(entries) - len(kept)
 
 
-def attempts_usage(receipt: Mapping[str, Any] | None) -> dict[int, Any]:
+def attempts_usage(receipt: Receipt | None) -> dict[int, Any]:
     """attempt number -> the usage its receipt records of it (None: unknown)."""
-    entries = (receipt or {}).get("attempts_usage")
-    return {
-        entry["attempt"]: entry.get("usage")
-        for entry in (entries if isinstance(entries, list) else ())
-        if isinstance(entry, dict) and isinstance(entry.get("attempt"), int)
-    }
+    entries = receipt.attempts_usage if receipt is not None else ()
+    return {entry.attempt: entry.usage for entry in entries}
 
 
 def _usage(record: CellRecord, secrets: Secrets) -> str | None:
@@ -203,11 +200,10 @@ def cell_view(record: CellRecord, out: Path, secrets: Secrets) -> CellView:
     """The projected view of a cell's record (paths relative to `out`)."""
     cell, receipt = record.cell, record.receipt
     state = record.state
-    reason = receipt.get("failure_reason") if receipt is not None else None
+    reason = receipt.failure_reason if receipt is not None else None
     graders = tuple(
         project(g, GRADER_RESULT_ROLES, secrets)
-        for g in (receipt or {}).get("graders") or []
-        if isinstance(g, dict)
+        for g in (receipt.graders if receipt is not None else ())
     )
     per_attempt = attempts_usage(receipt)
     attempts = tuple(

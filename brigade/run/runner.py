@@ -7,7 +7,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from brigade.core.clock import utc_now
 from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.plan import Cell, judge_env_values
 from brigade.core.projection import Secrets, credential_values, make_secrets, scrub_text
-from brigade.core.receipts import view_of
+from brigade.core.receipts import Receipt
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.core.taxonomy import (
     GRADEABLE,
@@ -34,7 +34,7 @@ from brigade.core.terminal import printable
 from brigade.core.usage import Price, Usage, UsageError, priced, usage_document, usage_from_document
 from brigade.errors import EnvironmentProblem, InputError, TamperedOutput
 from brigade.inputs import schemas
-from brigade.outdir import legacy, store
+from brigade.outdir import store
 from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, reuse, workspaces, worktree
 from brigade.run.command_grader import DEFAULT_COMMAND_SECONDS, unseen_paths
@@ -124,9 +124,7 @@ def bring_up_to_date(
     action = (
         "run"
         if always
-        else decide(
-            view_of(receipt), retry_transient=ctx.retry_transient, reusable=source is not None
-        )
+        else decide(receipt, retry_transient=ctx.retry_transient, reusable=source is not None)
     )
     if action in ("skip", "regrade"):
         return action
@@ -218,7 +216,7 @@ def finished_run(out: Path, cell: Cell, attempt: int) -> dict[str, Any] | None:
 def resume_finished(
     ctx: RunContext,
     cell: Cell,
-    receipt: dict[str, Any] | None,
+    receipt: Receipt | None,
     recorded_attempt: int | None,
 ) -> bool:
     """A cell whose last run was killed after its seat run was recorded (while grading):
@@ -227,9 +225,9 @@ def resume_finished(
     (`reused_run` names the killed attempt); its graders whose inputs are unchanged reuse
     what the killed attempt's own receipt holds, when it got that far. False when the
     receipt is not such a crashed attempt's, or its seat run is not as recorded."""
-    if receipt is None or receipt["state"] != "running" or recorded_attempt is None:
+    if receipt is None or receipt.state != "running" or recorded_attempt is None:
         return False
-    if receipt.get("attempt") != recorded_attempt:
+    if receipt.attempt != recorded_attempt:
         return False
     _end_crashed_seat(ctx.out, cell, recorded_attempt)  # before the files are checked
     run_doc = finished_run(ctx.out, cell, recorded_attempt)
@@ -248,15 +246,18 @@ def resume_finished(
     copy = store.attempt_dir(ctx.out, cell.cell_id, recorded_attempt) / store.RECEIPT_FILE
     if os.path.lexists(copy):
         # killed between the attempt's receipt and cell.json: its grades may be reused
-        done = store.trusted_receipt(store.read_json(copy), cell.cell_id)
+        doc = store.trusted_receipt(store.read_json(copy), cell.cell_id)
+        done = Receipt.of(doc)
         if (
             done is not None
-            and done.get("attempt") == recorded_attempt
-            and done.get("output_digest") == source["output_digest"]
-            and done.get("changes_digest") == source["changes_digest"]
-            and not schemas.problems(done, CELL_SCHEMA)
+            and done.attempt == recorded_attempt
+            and done.output_digest == source["output_digest"]
+            and done.changes_digest == source["changes_digest"]
+            and not schemas.problems(done.document, CELL_SCHEMA)
         ):
-            source = {**done, "coordinate": cell.coordinate}
+            # the source a reused run is copied and graded from: a document, as the
+            # source a run of another cell gives (its receipt's)
+            source = {**done.document, "coordinate": cell.coordinate}
     attempt, started_at = start_attempt(ctx, cell, receipt, recorded_attempt)
     copied, reused = _copy_run(ctx, source, cell, attempt)
     finish(ctx, cell, attempt, started_at, copied, reused, source)
@@ -266,7 +267,7 @@ def resume_finished(
 def start_attempt(
     ctx: RunContext,
     cell: Cell,
-    receipt: dict[str, Any] | None = None,
+    receipt: Receipt | None = None,
     recorded_attempt: int | None = None,
     *,
     read: bool = False,
@@ -278,11 +279,12 @@ def start_attempt(
     """
     if read:
         receipt, recorded_attempt = store.read_cell_json(ctx.out, cell.cell_id)
-    crashed = receipt is not None and receipt["state"] == "running"
+    crashed = receipt is not None and receipt.state == "running"
     if crashed:
         _end_crashed_seat(ctx.out, cell, recorded_attempt)
         _remove_crash_leftovers(ctx.out, cell.cell_id, recorded_attempt)
-    started_at = receipt["started_at"] if receipt is not None and crashed else utc_now()
+    started_at = receipt.started_at if receipt is not None and crashed else None
+    started_at = started_at or utc_now()
     attempt = store.new_attempt(ctx.out, cell.cell_id, recorded_attempt)
     store.write_receipt(ctx.out, running_receipt(ctx, cell, attempt, started_at))
     return attempt, started_at
@@ -804,36 +806,41 @@ def _acceptance(verdict: Verdict, results: list[dict[str, Any]]) -> dict[str, An
     }
 
 
-def verify_output(ctx: RunContext, receipt: dict[str, Any], patch: bool = False) -> Path:
+def verify_output(ctx: RunContext, receipt: Receipt, patch: bool = False) -> Path:
     """The run folder of a receipt after checking final.txt against output_digest (and, with
     `patch`, run/changes.patch against changes_digest, when the receipt records one)."""
-    rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
-    if patch and receipt.get("changes_digest") is not None:
+    if receipt.attempt is None:
+        raise TamperedOutput(
+            f"{receipt.coordinate}: its cell.json records no attempt number; delete the cell "
+            "folder to run it again"
+        )
+    rdir = store.run_dir(ctx.out, receipt.cell_id, receipt.attempt)
+    if patch and receipt.changes_digest is not None:
         actual = store.file_digest(rdir / worktree.PATCH)
-        if actual != receipt["changes_digest"]:
+        if actual != receipt.changes_digest:
             found = actual or "missing"
             raise TamperedOutput(
-                f"{receipt['coordinate']}: changes digest mismatch: {rdir / worktree.PATCH} is "
-                f"{found}, the receipt records {receipt['changes_digest']}; the stored changes "
+                f"{receipt.coordinate}: changes digest mismatch: {rdir / worktree.PATCH} is "
+                f"{found}, the receipt records {receipt.changes_digest}; the stored changes "
                 "changed since the seat made them (restore them, or delete the cell folder to "
                 "run it again)"
             )
-    if "output_digest" not in receipt:
+    if "output_digest" not in receipt.document:
         # the original tool kept the digest in grader results only (the store's view
         # brings it up): a cell it graded with no grader recorded none to verify against
         return rdir
     actual = store.file_digest(rdir / FINAL)
-    if actual != receipt.get("output_digest"):
+    if actual != receipt.output_digest:
         found = actual or "missing"
         raise TamperedOutput(
-            f"{receipt['coordinate']}: output digest mismatch: {rdir / FINAL} is {found}, "
-            f"the receipt records {receipt.get('output_digest')}; the stored output changed "
+            f"{receipt.coordinate}: output digest mismatch: {rdir / FINAL} is {found}, "
+            f"the receipt records {receipt.output_digest}; the stored output changed "
             "since the seat wrote it (restore it, or delete the cell folder to run it again)"
         )
     return rdir
 
 
-def _verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _verdicts(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     # what a grader said (and, for one that ran a process, its exit, logs and usage),
     # without how long it took
     return [{k: v for k, v in r.items() if k != "duration_seconds"} for r in results]
@@ -842,12 +849,12 @@ def _verdicts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def regrade(
     ctx: RunContext,
     cell: Cell,
-    receipt: dict[str, Any],
+    receipt: Receipt,
     *,
     durable: bool = True,
     verified: bool = False,
     reuse_results: bool = False,
-) -> dict[str, Any] | None:
+) -> Receipt | None:
     """Re-run the graders on a cell's stored output (verified first); never starts a seat.
 
     The receipt is rewritten only when the graders now say something else, so
@@ -858,20 +865,20 @@ def regrade(
     `brigade regrade` runs every grader again). None: the budget kept back the judges it
     would run (the receipt stays as it is).
     """
-    if verified:
-        rdir = store.run_dir(ctx.out, receipt["cell_id"], receipt["attempt"])
+    if verified and receipt.attempt is not None:
+        rdir = store.run_dir(ctx.out, receipt.cell_id, receipt.attempt)
     else:
         rdir = verify_output(ctx, receipt, needs_patch(cell))
     run_doc = store.read_json(rdir / RUN_RECORD)
     if not isinstance(run_doc, dict):
         raise TamperedOutput(f"{cell.coordinate}: {rdir / RUN_RECORD} is missing or corrupt")
     if "exit_code" not in run_doc:  # the original tool's run.json: the receipt has it
-        run_doc = {**run_doc, "exit_code": receipt.get("exit_code")}
+        run_doc = {**run_doc, "exit_code": receipt.exit_code}
     if ctx.budget is not None and not ctx.budget.admit(cell, seat=False, kept="regrade"):
         return None
     built_for_grading(ctx, cell)
-    context = grade_context(ctx, cell, rdir, run_doc, receipt.get("changes_digest"))
-    earlier = reuse.earlier_of(ctx.out, receipt) if reuse_results else None
+    context = grade_context(ctx, cell, rdir, run_doc, receipt.changes_digest)
+    earlier = reuse.earlier_of(ctx.out, receipt.document) if reuse_results else None
     grading = graders.grade_all(cell.graders, context, earlier)
     results = grading.results
     if ctx.budget is not None:
@@ -880,20 +887,24 @@ def regrade(
     verdict = classify_grades(results)
     # the same verdicts keep the receipt as it is (its graded_at, keys and reused results
     # describe the grading that produced them): a regrade of unchanged cells writes nothing
-    if verdict.state == receipt["state"] and _verdicts(results) == _verdicts(receipt["graders"]):
+    if verdict.state == receipt.state and _verdicts(results) == _verdicts(receipt.graders):
         return receipt
-    base = dict(receipt)
-    if legacy.is_original_receipt(receipt):
+    # the receipt written is the one read with its new verdict: its document, as read
+    base = dict(receipt.document)
+    if receipt.seat_name is not None:  # the original tool's: its seat is a name
         base.update(_current_fields(cell, receipt, rdir))
     updated = graded_receipt(base, verdict, grading)
     store.write_receipt(ctx.out, updated, durable=durable)
-    return updated
+    written = Receipt.of(updated)
+    assert written is not None  # write_receipt checked it against the receipt schema
+    return written
 
 
-def _current_fields(cell: Cell, receipt: dict[str, Any], rdir: Path) -> dict[str, Any]:
+def _current_fields(cell: Cell, receipt: Receipt, rdir: Path) -> dict[str, Any]:
     """What a receipt of the original tool lacks in the current format (for its regrade)."""
+    prompt = receipt.prompt if "prompt" in receipt.document else cell.prompt
     fields: dict[str, Any] = {
-        "case": {"id": receipt["case_id"], "prompt": receipt.get("prompt", cell.prompt)},
+        "case": {"id": receipt.case_id, "prompt": prompt},
         "grader_specs": list(cell.graders),
         "output_digest": store.file_digest(rdir / FINAL),
         "run_dir": str(rdir),
@@ -910,10 +921,10 @@ def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
     (TamperedOutput, exit 2) whatever the cell's state.
     """
     receipt = store.read_receipt(ctx.out, cell.cell_id)
-    if receipt is None or receipt["state"] not in GRADEABLE:
+    if receipt is None or receipt.state not in GRADEABLE:
         return "skip"
-    verify_output(ctx, receipt, receipt["state"] == "grader_error" and needs_patch(cell))
-    if receipt["state"] != "grader_error":
+    verify_output(ctx, receipt, receipt.state == "grader_error" and needs_patch(cell))
+    if receipt.state != "grader_error":
         return "verified"
     if regrade(ctx, cell, receipt, verified=True, reuse_results=True) is None:
         return "kept"
@@ -922,14 +933,16 @@ def regrade_if_needed(ctx: RunContext, cell: Cell) -> str:
 
 def _usable_source(ctx: RunContext, source_id: str, cell: Cell) -> dict[str, Any] | None:
     receipt = store.read_receipt(ctx.out, source_id)
-    if receipt is None or receipt.get("state") == "running":
+    if receipt is None or receipt.state == "running":
         return None
     try:
         verify_output(ctx, receipt, needs_patch(cell))
     except TamperedOutput as exc:
         print(printable(f"brigade: not reusing a seat run: {exc}"), file=sys.stderr)
         return None
-    return receipt
+    # the source a reused run is copied and graded from (`_copy_run`, `finish`): the
+    # receipt as read, as a source made of a crashed attempt's files is
+    return dict(receipt.document)
 
 
 def _copy_run(
