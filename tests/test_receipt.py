@@ -157,3 +157,35 @@ def test_the_store_parses_a_cell_json_once_where_it_is_read(tmp_path: Path) -> N
     assert full == receipt and view is not None and view.digest is not None
     (folder / store.RECEIPT_FILE).write_text(json.dumps(doc(cell_id="d" * 64)))
     assert store.read_receipt(tmp_path, CELL_ID) is None  # another cell's receipt
+
+
+def test_a_view_is_read_without_making_the_full_receipt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary and the report's stamps read every cell's view: no Receipt is made."""
+    folder = store.cell_dir(tmp_path, CELL_ID)
+    folder.mkdir(parents=True)
+    (folder / store.RECEIPT_FILE).write_text(json.dumps(doc()))
+
+    def refused(*args: Any) -> None:
+        raise AssertionError("a full receipt was made")
+
+    monkeypatch.setattr(store, "receipt_in", refused)
+    monkeypatch.setattr(Receipt, "of", refused)
+    view = store.read_view(tmp_path, CELL_ID)
+    assert view is not None and view.state == "rejected" and view.digest is not None
+
+
+def test_a_receipt_recording_no_attempt_is_refused_when_its_output_is_verified(
+    tmp_path: Path,
+) -> None:
+    """Its run folder cannot be named: one line, never a traceback from a bad attempt."""
+    from types import SimpleNamespace
+
+    from brigade.errors import TamperedOutput
+    from brigade.run.runner import verify_output
+
+    receipt = Receipt.of(doc(attempt="2"))
+    assert receipt is not None and receipt.attempt is None
+    with pytest.raises(TamperedOutput, match="records no attempt number"):
+        verify_output(SimpleNamespace(out=tmp_path), receipt)  # type: ignore[arg-type]

@@ -298,6 +298,18 @@ def view_in(cell_id: str, doc: Any, digest: str | None = None) -> ReceiptView | 
 def read_cell(out: Path, cell_id: str) -> tuple[Receipt | None, ReceiptView | None]:
     """A cell's trusted receipt in full (as `read_receipt`) and its view with the digest of
     the bytes both came from (one read); (None, None) when there is none."""
+    doc, view = _read_view(out, cell_id)
+    return (receipt_in(out, cell_id, doc), view) if view is not None else (None, None)
+
+
+def read_view(out: Path, cell_id: str) -> ReceiptView | None:
+    """The view of a cell's trusted receipt, with the digest of its bytes (`read_cell`; the
+    full receipt is never made)."""
+    return _read_view(out, cell_id)[1]
+
+
+def _read_view(out: Path, cell_id: str) -> tuple[Any, ReceiptView | None]:
+    """A cell.json as parsed and its view (None: not a trusted receipt)."""
     base = cell_dir(out, cell_id)
     if os.path.islink(base):
         return None, None
@@ -306,13 +318,7 @@ def read_cell(out: Path, cell_id: str) -> tuple[Receipt | None, ReceiptView | No
         doc = jsontext.parse(data)
     except (OSError, ValueError):
         return None, None
-    view = view_in(cell_id, doc, hashlib.sha256(data).hexdigest())
-    return (receipt_in(out, cell_id, doc), view) if view is not None else (None, None)
-
-
-def read_view(out: Path, cell_id: str) -> ReceiptView | None:
-    """The view of a cell's trusted receipt, with the digest of its bytes (`read_cell`)."""
-    return read_cell(out, cell_id)[1]
+    return doc, view_in(cell_id, doc, hashlib.sha256(data).hexdigest())
 
 
 @contextlib.contextmanager
