@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import FAKE_CLI, REPO, Project
 from test_progress import masked
-from test_schedule import Recorder, cell, scheduler
+from test_schedule import Recorder, cell, scheduler, terminal
 
 from brigade.core.accounting import model_runs
 from brigade.core.receipts import ReceiptView
@@ -70,7 +70,7 @@ def test_the_budget_keeps_back_the_run_that_would_pass_the_cap() -> None:
     for cost in (0.3, None, 0.4):
         job = recorder.started[-1]
         budget.record(job.cell.cell_id, ("a", cost), [])
-        sched.finished(job, {"cell_id": job.cell.cell_id, "state": "unscored"})
+        sched.finished(job, terminal(job.cell.cell_id, "unscored"))
     # 0.7 spent; the next is expected to cost the most a run of the seat cost (0.4): 1.1
     assert recorder.names() == ["c0:a:1#1", "c1:a:1#1", "c2:a:1#1"]
     sched.drain(lambda state, receipt: None)
@@ -92,12 +92,12 @@ def test_runs_in_flight_count_with_what_they_are_expected_to_cost() -> None:
     # nothing is known of what a run of the seat costs: one run learns it first
     (first,) = recorder.started
     budget.record(first.cell.cell_id, ("a", 0.3), [])
-    sched.finished(first, {"cell_id": first.cell.cell_id, "state": "unscored"})
+    sched.finished(first, terminal(first.cell.cell_id, "unscored"))
     # 0.3 spent; c1 and c2 start, each expected to cost 0.3
     assert len(recorder.started) == 3
     second = recorder.started[1]
     budget.record(second.cell.cell_id, ("a", 0.3), [])
-    sched.finished(second, {"cell_id": second.cell.cell_id, "state": "unscored"})
+    sched.finished(second, terminal(second.cell.cell_id, "unscored"))
     # 0.6 spent and c2 in flight at 0.3: c3 (0.3 more) would make 1.2
     assert len(recorder.started) == 3
     assert budget.kept == {"start": 3, "retry": 0, "regrade": 0}
@@ -115,12 +115,12 @@ def test_a_reached_cap_drops_retries_waiting_for_their_backoff() -> None:
         sched.add(cell("a", n))
     (first,) = recorder.started  # the first run learns what a run of the seat costs
     budget.record(first.cell.cell_id, ("a", 0.2), [])
-    failed = {"cell_id": first.cell.cell_id, "state": "adapter_error"}
-    sched.finished(first, {**failed, "fault": {"kind": "rate_limited", "message": "m"}})
+    fault = {"kind": "rate_limited", "message": "m"}
+    sched.finished(first, terminal(first.cell.cell_id, "adapter_error", fault=fault))
     assert sched.busy  # its retry waits for the backoff
     second = recorder.started[1]
     budget.record(second.cell.cell_id, ("a", 0.9), [])  # 1.1: the cap is reached
-    sched.finished(second, {"cell_id": second.cell.cell_id, "state": "unscored"})
+    sched.finished(second, terminal(second.cell.cell_id, "unscored"))
     sched.drain(lambda state, receipt: None)  # (no waiting out the backoff)
     assert budget.kept == {"start": 0, "retry": 1, "regrade": 0}
     assert budget.lines()[0].endswith("; 1 retry not made")
@@ -143,11 +143,11 @@ def test_one_run_of_each_seat_learns_its_price_before_the_others_start() -> None
     assert recorder.names()[2:] == ["c1:a:1#1"]
     # a run of unknown cost is learned too: nothing is held back for it any more
     budget.record(b0.cell.cell_id, ("b", None), [])
-    sched.finished(b0, {"cell_id": b0.cell.cell_id, "state": "unscored"})
+    sched.finished(b0, terminal(b0.cell.cell_id, "unscored"))
     assert sorted(recorder.names()[3:]) == ["c1:b:1#1", "c2:b:1#1"]
     a1 = recorder.started[2]
     budget.record(a1.cell.cell_id, ("a", 1.0), [])
-    sched.finished(a1, {"cell_id": a1.cell.cell_id, "state": "unscored"})
+    sched.finished(a1, terminal(a1.cell.cell_id, "unscored"))
     assert recorder.names()[5:] == ["c2:a:1#1"]
     assert budget.kept == {"start": 0, "retry": 0, "regrade": 0}
 
@@ -179,7 +179,7 @@ def test_unknown_costs_never_reach_the_budget() -> None:
     for n in range(3):
         job = recorder.started[n]
         budget.record(job.cell.cell_id, ("a", None), [])
-        sched.finished(job, {"cell_id": job.cell.cell_id, "state": "unscored"})
+        sched.finished(job, terminal(job.cell.cell_id, "unscored"))
     assert not budget.kept_back
     assert (budget.seat_runs, budget.unknown, budget.spent) == (3, 3, 0.0)
 

@@ -251,8 +251,8 @@ def test_a_run_recorded_elsewhere_is_graded_here(finished_battery: Project) -> N
     receipt = runner.record_seat_run(
         session.ctx, cell, attempt, "2026-01-01T00:00:00.000Z", run_doc
     )
-    assert (receipt["state"], receipt["attempt"]) == ("accepted", 2)
-    assert finished_battery.receipt("ok:agent:1") == receipt
+    assert (receipt.state, receipt.attempt) == ("accepted", 2)
+    assert finished_battery.receipt("ok:agent:1") == receipt.document
 
 
 def test_every_earlier_attempt_s_usage_is_counted(finished_battery: Project) -> None:

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from brigade.core.identity import CELL_SCHEMA
 from brigade.core.plan import Cell
+from brigade.core.receipts import Receipt
 from brigade.core.specs import RetryPolicy, SeatSpec
 from brigade.run.schedule import (
     MAX_RETRY_WAIT_SECONDS,
@@ -56,15 +58,22 @@ class Recorder:
         return [f"{j.cell.coordinate}#{j.tries}" for j in self.started]
 
 
-def ok(job: Job) -> dict[str, Any]:
-    return {"cell_id": job.cell.cell_id, "state": "accepted"}
+def terminal(cell_id: str, state: str, **fields: Any) -> Receipt:
+    """A terminal receipt as the runner hands a recorded run over (parsed)."""
+    parsed = Receipt.of({"schema": CELL_SCHEMA, "cell_id": cell_id, "state": state, **fields})
+    assert parsed is not None
+    return parsed
 
 
-def fault(job: Job, kind: str, message: str = "m", after: float | None = None) -> dict[str, Any]:
+def ok(job: Job) -> Receipt:
+    return terminal(job.cell.cell_id, "accepted")
+
+
+def fault(job: Job, kind: str, message: str = "m", after: float | None = None) -> Receipt:
     doc: dict[str, Any] = {"kind": kind, "message": message}
     if after is not None:
         doc["retry_after_seconds"] = after
-    return {"cell_id": job.cell.cell_id, "state": "adapter_error", "fault": doc}
+    return terminal(job.cell.cell_id, "adapter_error", fault=doc)
 
 
 def scheduler(
@@ -232,7 +241,7 @@ def test_the_stop_switch_keeps_every_queued_cell_back() -> None:
     seen: list[str] = []
 
     def budget(receipt: Any) -> None:
-        seen.append(receipt["cell_id"])
+        seen.append(receipt.cell_id)
         sched.stop("the spending limit of $1.00 was reached")
 
     sched.on_recorded(budget)

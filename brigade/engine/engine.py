@@ -71,9 +71,10 @@ from brigade.run.doctor import confinement_notes, missing_programs, refuse_requi
 from brigade.run.runner import bring_up_to_date, build_workspace, regrade_if_needed
 
 if TYPE_CHECKING:
+    from brigade.core.receipts import Receipt
     from brigade.engine.options import Options
     from brigade.run.cluster import DaskExecutor
-    from brigade.run.schedule import Receipt, Scheduler
+    from brigade.run.schedule import Scheduler
 
 # cells named on the command line get an outcome line each, up to this many
 NAMED_SHOWN = 10
@@ -425,11 +426,8 @@ class Engine:
         if cell_id in self.tally.handed:
             return
         receipt = store.read_receipt(self.out, cell_id)
-        coordinate = self.scope.own[cell_id].cell.coordinate
-        if receipt is None:
-            self._count(None, None, coordinate)
-        elif self.progress is not None:
-            self.progress.finish(receipt.state, coordinate, receipt.duration_seconds)
+        state = receipt.state if receipt is not None else None
+        self._count(state, receipt, self.scope.own[cell_id].cell.coordinate)
 
     def task_found(self, cell_id: str) -> None:
         """A cell's step had nothing to do: counted as it was recorded at load time."""
@@ -450,11 +448,10 @@ class Engine:
         """A cell is final (its receipt as recorded, when there is one)."""
         if self.progress is None:
             return
-        receipt = receipt or {}
-        seconds = receipt.get("duration_seconds")
-        took = float(seconds) if isinstance(seconds, (int, float)) else None
-        coordinate = coordinate or receipt.get("coordinate")
-        self.progress.finish(state, coordinate if isinstance(coordinate, str) else None, took)
+        seconds = receipt.duration_seconds if receipt is not None else None
+        took = float(seconds) if seconds is not None else None
+        coordinate = coordinate or (receipt.coordinate if receipt is not None else None)
+        self.progress.finish(state, coordinate, took)
 
     # -- the whole run, in this process ---------------------------------------------------
 

@@ -37,6 +37,7 @@ from brigade.run.command_grader import battery_unseen
 from brigade.run.runner import RunContext, finish, run_cell, start_attempt
 
 if TYPE_CHECKING:
+    from brigade.core.receipts import Receipt
     from brigade.run.budget import Budget
     from brigade.run.cluster import DaskExecutor
     from brigade.run.schedule import Scheduler
@@ -426,7 +427,7 @@ def build_scheduler(session: Session, cluster: DaskExecutor | None = None) -> Sc
                 """Open the attempt and submit its seat run to the cluster."""
                 attempt, started_at = start_attempt(ctx, job.cell, read=True)
 
-                def record(run_doc: dict[str, Any]) -> dict[str, Any]:
+                def record(run_doc: dict[str, Any]) -> Receipt:
                     return finish(
                         ctx, job.cell, attempt, started_at, run_doc, None, tries=job.tries
                     )

@@ -42,6 +42,7 @@ from brigade import fs
 from brigade.adapters import adapter_for
 from brigade.core.identity import world_key
 from brigade.core.plan import Cell
+from brigade.core.receipts import Receipt
 from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
@@ -60,9 +61,9 @@ from brigade.run.seat import (
 )
 
 # records one seat run on the coordinator: run.json's document -> the cell's receipt
-Record = Callable[[dict[str, Any]], dict[str, Any]]
+Record = Callable[[dict[str, Any]], Receipt]
 # called once a submitted run ended, with a function that records it (call it once)
-Done = Callable[[Callable[[], dict[str, Any]]], None]
+Done = Callable[[Callable[[], Receipt]], None]
 
 # on a worker: its own checkout of the workspace (else the coordinator's path, if it exists there)
 WORKSPACE_VARIABLE = "BRIGADE_WORKSPACE"
@@ -287,7 +288,7 @@ class DaskExecutor:
             self._shipped[name] = (shipment, future)
             return shipment, future
 
-    def _record(self, pending: _Pending, future: Any) -> dict[str, Any]:
+    def _record(self, pending: _Pending, future: Any) -> Receipt:
         """Record a finished task as a local run would be recorded; engine faults as faults."""
         status = future.status
         if status == "finished":
@@ -323,14 +324,12 @@ class DaskExecutor:
             return self._record_fault(pending, _engine_fault(what))
         return self._record_fault(pending, _engine_fault("the seat's task was cancelled"))
 
-    def _record_fault(
-        self, pending: _Pending, detail: str, kind: str = "cluster_lost"
-    ) -> dict[str, Any]:
+    def _record_fault(self, pending: _Pending, detail: str, kind: str = "cluster_lost") -> Receipt:
         rdir = store.run_dir(self.out, pending.cell.cell_id, pending.attempt)
         run = unlaunched_run(pending.job, rdir, self.workspace, detail, kind, "apparatus_fault")
         return self._finish(pending, record_run(rdir, run))
 
-    def _finish(self, pending: _Pending, run_doc: dict[str, Any]) -> dict[str, Any]:
+    def _finish(self, pending: _Pending, run_doc: dict[str, Any]) -> Receipt:
         """Classify, grade (here, on the coordinator) and write the terminal receipt."""
         return pending.record(run_doc)
 

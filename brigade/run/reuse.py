@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from brigade.core.identity import canonical_json, text_digest
+from brigade.core.receipts import Receipt
 from brigade.inputs.sources import code_digest
 from brigade.outdir import store
 from brigade.run.grading import GradeContext, GraderType
@@ -169,36 +170,35 @@ class Earlier:
     origins: Mapping[int, Mapping[str, Any]]
 
 
-def earlier_of(out: Path, receipt: Mapping[str, Any] | None) -> Earlier | None:
+def earlier_of(out: Path, receipt: Receipt | None) -> Earlier | None:
     """What a receipt's grading offers for reuse, None when nothing (graded before grader
     keys were recorded, or not graded)."""
     if receipt is None:
         return None
-    keys, results = receipt.get("grader_keys"), receipt.get("graders")
-    cell_id, attempt = receipt.get("cell_id"), receipt.get("attempt")
-    if not isinstance(keys, list) or not isinstance(results, list) or len(keys) != len(results):
-        return None
-    if not isinstance(cell_id, str) or not isinstance(attempt, int) or attempt < 1:
+    # a result that is no object is left out of `graders`: the lists then differ in length
+    # and no index is trusted
+    keys, results = receipt.grader_keys, receipt.graders
+    cell_id, attempt = receipt.cell_id, receipt.attempt
+    if keys is None or len(keys) != len(results) or attempt is None:
         return None
     found = {
         key: (index, result)
         for index, (key, result) in enumerate(zip(keys, results, strict=True))
-        if isinstance(key, str) and isinstance(result, dict) and result.get("status") == "scored"
+        if key is not None and result.get("status") == "scored"
     }
     if not found:
         return None
     origins: dict[int, Mapping[str, Any]] = {}
-    for entry in receipt.get("reused_grades") or ():
-        grader_id = entry.get("grader_id") if isinstance(entry, dict) else None
+    for entry in receipt.reused_grades:
+        grader_id = entry.get("grader_id")
         index = grader_id.rsplit(":", 1)[-1] if isinstance(grader_id, str) else ""
         if index.isdigit():
             origins[int(index)] = entry
     rdir = store.run_dir(out, cell_id, attempt)
-    graded_at = receipt.get("graded_at")
     return Earlier(
         cell_id=cell_id,
         attempt=attempt,
-        graded_at=graded_at if isinstance(graded_at, str) else None,
+        graded_at=receipt.graded_at,
         results=found,
         graders_dir=rdir.parent / GRADERS_DIR,
         run_ref=os.path.relpath(rdir, out),

@@ -290,7 +290,7 @@ def start_attempt(
     return attempt, started_at
 
 
-def run_cell(ctx: RunContext, cell: Cell, tries: int = 1) -> dict[str, Any]:
+def run_cell(ctx: RunContext, cell: Cell, tries: int = 1) -> Receipt:
     """A new attempt of a cell whose seat must run, here: run, grade, write its receipt.
 
     `tries`: the attempts this run has made for the cell, this one included (a retry's).
@@ -615,7 +615,7 @@ def finish(
     source: dict[str, Any] | None = None,
     *,
     tries: int = 1,
-) -> dict[str, Any]:
+) -> Receipt:
     """Classify the run, grade when it exited 0, write the terminal receipt (`tries`: the
     attempts this run made for the cell, this one included, its `attempts_in_run`).
 
@@ -634,7 +634,7 @@ def finish(
         write_finished_run(rdir, cell, attempt)
     if verdict is None:
         # a reused run's graders whose inputs are unchanged reuse its source's results
-        earlier = reuse.earlier_of(ctx.out, source) if source is not None else None
+        earlier = reuse.earlier_of(ctx.out, Receipt.of(source)) if source is not None else None
         context = grade_context(ctx, cell, rdir, run_doc, changes)
         grading = graders.grade_all(cell.graders, context, earlier)
         verdict = classify_grades(grading.results)
@@ -660,7 +660,7 @@ def finish(
         skip = grading.reused_indexes if grading is not None else set()
         judges = model_runs(cell.graders, results, ctx.prices, skip)
         ctx.budget.record(cell.cell_id, seat, judges)
-    return receipt
+    return _written(receipt)
 
 
 def _grading_fields(grading: graders.Grading) -> dict[str, Any]:
@@ -674,7 +674,7 @@ def _grading_fields(grading: graders.Grading) -> dict[str, Any]:
 
 def record_seat_run(
     ctx: RunContext, cell: Cell, attempt: int, started_at: str, run_doc: dict[str, Any]
-) -> dict[str, Any]:
+) -> Receipt:
     """Record a seat run made by another executor (its run folder already holds its files)."""
     return finish(ctx, cell, attempt, started_at, run_doc, None)
 
@@ -878,7 +878,7 @@ def regrade(
         return None
     built_for_grading(ctx, cell)
     context = grade_context(ctx, cell, rdir, run_doc, receipt.changes_digest)
-    earlier = reuse.earlier_of(ctx.out, receipt.document) if reuse_results else None
+    earlier = reuse.earlier_of(ctx.out, receipt) if reuse_results else None
     grading = graders.grade_all(cell.graders, context, earlier)
     results = grading.results
     if ctx.budget is not None:
@@ -895,7 +895,12 @@ def regrade(
         base.update(_current_fields(cell, receipt, rdir))
     updated = graded_receipt(base, verdict, grading)
     store.write_receipt(ctx.out, updated, durable=durable)
-    written = Receipt.of(updated)
+    return _written(updated)
+
+
+def _written(receipt: dict[str, Any]) -> Receipt:
+    """A receipt this process just wrote, parsed as a reader of its file would have it."""
+    written = Receipt.of(receipt)
     assert written is not None  # write_receipt checked it against the receipt schema
     return written
 

@@ -30,9 +30,10 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from brigade.core.plan import Cell
+from brigade.core.receipts import Receipt
 from brigade.core.specs import RetryPolicy, SeatSpec
 from brigade.core.taxonomy import PERSISTENT_FAULTS, TRANSIENT_FAULTS
 from brigade.errors import EnvironmentProblem
@@ -46,7 +47,6 @@ WAKE_SECONDS = 1.0
 # the jitter added to each backoff: up to half of it, so retries of many cells spread out
 JITTER = 0.5
 
-Receipt = Mapping[str, Any]
 # records a job's run when the scheduler calls it: the terminal receipt (None: the run was
 # interrupted and records nothing; an exception: recording failed, the cell keeps its disk)
 Record = Callable[[], "Receipt | None"]
@@ -93,10 +93,9 @@ class Stop:
 
 def fault_kind(receipt: Receipt) -> str | None:
     """The kind of the apparatus fault a receipt records (`timeout` for a timed-out seat)."""
-    fault = receipt.get("fault")
-    if isinstance(fault, Mapping) and isinstance(fault.get("kind"), str):
-        return str(fault["kind"])
-    if receipt.get("failure_reason") == "timeout":
+    if receipt.fault is not None and receipt.fault.kind is not None:
+        return receipt.fault.kind
+    if receipt.failure_reason == "timeout":
         return "timeout"
     return None
 
@@ -405,8 +404,8 @@ class Scheduler:
         kind = fault_kind(receipt)
         cell_id = job.cell.cell_id
         if kind in PERSISTENT_FAULTS:
-            fault = receipt.get("fault") or {}
-            self._stop(f"{_article(kind)} {kind} fault: {fault.get('message')}", job.seat)
+            message = receipt.fault.message if receipt.fault is not None else None
+            self._stop(f"{_article(kind)} {kind} fault: {message}", job.seat)
         retry = self._retry(job, kind, receipt)
         if retry is not None and self._closed is not None and self._closed():
             assert self._gate is not None
@@ -419,7 +418,7 @@ class Scheduler:
             return
         if cell_id in self.retried and kind is not None:
             self.still_failed.add(cell_id)
-        self._counted.append((receipt.get("state"), receipt))
+        self._counted.append((receipt.state, receipt))
 
     def _retry(self, job: Job, kind: str | None, receipt: Receipt) -> Job | None:
         policy = self.policies.get(job.seat)
@@ -427,9 +426,8 @@ class Scheduler:
             return None
         if kind not in TRANSIENT_FAULTS and not (kind == "timeout" and policy.timeouts):
             return None
-        fault = receipt.get("fault") or {}
-        hint = fault.get("retry_after_seconds")
-        wait = float(hint) if isinstance(hint, (int, float)) else None
+        hint = receipt.fault.retry_after_seconds if receipt.fault is not None else None
+        wait = float(hint) if hint is not None else None
         delay = retry_delay(policy, job.tries, wait, self._rand())
         if delay is None:
             return None
