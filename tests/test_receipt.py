@@ -189,3 +189,17 @@ def test_a_receipt_recording_no_attempt_is_refused_when_its_output_is_verified(
     assert receipt is not None and receipt.attempt is None
     with pytest.raises(TamperedOutput, match="records no attempt number"):
         verify_output(SimpleNamespace(out=tmp_path), receipt)  # type: ignore[arg-type]
+
+
+def test_an_attempts_copy_of_its_receipt_is_parsed_by_the_store(tmp_path: Path) -> None:
+    """What a crashed grading left in its attempt: trusted only when it is the cell's."""
+    folder = store.attempt_dir(tmp_path, CELL_ID, 2)
+    folder.mkdir(parents=True)
+    (folder / store.RECEIPT_FILE).write_text(json.dumps(doc()))
+    copy = store.attempt_receipt(tmp_path, CELL_ID, 2)
+    assert copy is not None and copy.attempt == 2 and copy.document == doc()
+    (folder / store.RECEIPT_FILE).write_text(json.dumps(doc(cell_id="d" * 64)))
+    assert store.attempt_receipt(tmp_path, CELL_ID, 2) is None
+    (folder / store.RECEIPT_FILE).write_text("[1, 2")
+    assert store.attempt_receipt(tmp_path, CELL_ID, 2) is None
+    assert store.attempt_receipt(tmp_path, CELL_ID, 3) is None

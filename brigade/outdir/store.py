@@ -362,6 +362,13 @@ def read_cell_json(out: Path, cell_id: str) -> tuple[Receipt | None, int | None]
     return receipt_in(out, cell_id, doc), recorded_attempt(doc)
 
 
+def attempt_receipt(out: Path, cell_id: str, number: int) -> Receipt | None:
+    """The copy of its receipt an attempt keeps (`attempt-NNN/cell.json`), parsed as it was
+    written (nothing derived), when it is a trusted receipt of the cell; else None."""
+    doc = read_json(attempt_dir(out, cell_id, number) / RECEIPT_FILE)
+    return Receipt.of(trusted_receipt(doc, cell_id))
+
+
 def has_cell_json(out: Path, cell_id: str) -> bool:
     """Whether anything is at a cell's cell.json (a link included, never followed), or the
     cell folder is a link (never followed either): a cell with no trusted receipt and

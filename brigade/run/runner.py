@@ -246,8 +246,7 @@ def resume_finished(
     copy = store.attempt_dir(ctx.out, cell.cell_id, recorded_attempt) / store.RECEIPT_FILE
     if os.path.lexists(copy):
         # killed between the attempt's receipt and cell.json: its grades may be reused
-        doc = store.trusted_receipt(store.read_json(copy), cell.cell_id)
-        done = Receipt.of(doc)
+        done = store.attempt_receipt(ctx.out, cell.cell_id, recorded_attempt)
         if (
             done is not None
             and done.attempt == recorded_attempt
