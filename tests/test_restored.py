@@ -181,6 +181,26 @@ def test_the_moved_check_answers_as_the_full_check() -> None:
     assert clean_here(b"anything", "f", None)
 
 
+def test_the_caches_key_holds_wherever_the_directory_moves(tmp_path: Path) -> None:
+    """The export's and the report's key leaves the output directory's path out, and its
+    length too: a directory moved to a path shorter than the workspace's (secrets list
+    paths longest first) keys its caches as before, so nothing is projected again."""
+    from brigade.outdir.export import movable_digest
+
+    workspace = "/srv/ci/a-workspace-folder"
+
+    def key(out: str) -> str:
+        paths = [(out, "."), (workspace, "<workspace>"), ("/srv/ci/inputs", "<manifest-dir>")]
+        return movable_digest(make_secrets({"a prompt"}, paths, {"v"}), Path(out))
+
+    first = key("/srv/ci/a-rather-long-output-folder/out")
+    assert key("/o/out") == first
+    assert key("/srv/ci/inputs/out") == first
+    assert key("/srv/ci/a-workspace-folder-and-more/x") == first
+    secrets = make_secrets({"a prompt"}, [("/o/out", "."), ("/srv/other", "<workspace>")], {"v"})
+    assert movable_digest(secrets, Path("/o/out")) != first  # another workspace: another key
+
+
 def _same_answers(here: str) -> None:
     moved = make_secrets((), [(here, ".")], ())
     texts = [

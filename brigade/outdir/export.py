@@ -220,8 +220,12 @@ def movable_digest(secrets: Secrets, out: Path) -> str:
     export and the report stay valid when the output directory moves (what was projected
     there is relative to it), and `moved_secrets` checks their files for the new path."""
     own = os.path.normpath(str(out.absolute()))
+    # in an order of their own: the secrets list paths longest first, so the output
+    # directory's place among them (not only its text) would change with its new length
     paths = tuple(
-        (path, stand_in) if path != own else ("", stand_in) for path, stand_in in secrets.paths
+        sorted(
+            (path, stand_in) if path != own else ("", stand_in) for path, stand_in in secrets.paths
+        )
     )
     return dataclasses.replace(secrets, paths=paths).digest
 
