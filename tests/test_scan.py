@@ -86,6 +86,24 @@ def test_the_receipt_index_vouches_only_for_unchanged_files(finished_battery: Pr
     assert fresh.changed is True
 
 
+def test_a_warm_scan_holds_each_digest_once(finished_battery: Project) -> None:
+    """A resume keeps every cell's view and index entries in memory: the digests its
+    indexes record beside a view (of cell.json's bytes, of final.txt's) are the view's own
+    strings, not equal copies (at 100,000 cells each copy costs about 12 MB)."""
+    assert finished_battery.doit().returncode == 3  # writes the indexes
+    found, ids = scanned(finished_battery)
+    assert found.changed is False and found.outputs is not None
+    checked = 0
+    for cell_id in ids.values():
+        view = found.recorded[cell_id]
+        assert view is not None and view.digest is not None
+        assert found.receipts.entries[cell_id][5] is view.digest
+        if view.output_digest and cell_id in found.outputs.entries:
+            assert found.outputs.entries[cell_id][4] is view.output_digest
+            checked += 1
+    assert checked
+
+
 def test_read_receipt_indexed_records_untrusted_receipts_as_none(tmp_path: Path) -> None:
     cell_id = "a" * 64
     folder = store.cell_dir(tmp_path, cell_id)

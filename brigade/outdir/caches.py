@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from brigade import fs
+from brigade.core import jsontext
 from brigade.core.terminal import printable
 from brigade.inputs.sources import code_digest
 
@@ -109,8 +110,12 @@ class Sidecar:
         if not load:
             return
         try:
-            # brigade's own cache, looked up by name: no depth scan on every no-op run
-            doc = fs.read_json(path, limit=None, max_depth=None)
+            # brigade's own cache, looked up by name: no depth scan on every no-op run. Its
+            # bytes are let go once decoded: a 100,000-cell index is 50 MB of them, and the
+            # parse would otherwise hold them, their text and the entries at once
+            text = fs.read_regular(path).decode("utf-8")
+            doc = jsontext.parse(text, limit=None, max_depth=None)
+            del text
         except (FileNotFoundError, NotADirectoryError):
             return  # no cache yet (or no output directory: its own check says so)
         except (OSError, ValueError) as exc:
@@ -239,9 +244,13 @@ class Sidecar:
             self.entries[name] = entry
             self.changed = True
 
-    def parsed(self, name: str, value: Any) -> None:
-        """Keep a fresh entry's value in its parsed form (it saves as the same JSON)."""
-        self.entries[name][4] = value
+    def parsed(self, name: str, value: Any, digest: str | None = None) -> None:
+        """Keep a fresh entry's value in its parsed form (it saves as the same JSON); and
+        `digest`, equal to the one recorded, in its place (one string held, not two)."""
+        entry = self.entries[name]
+        entry[4] = value
+        if digest is not None and len(entry) == 6 and entry[5] == digest:
+            entry[5] = digest
 
     def forget(self, name: str) -> None:
         """Stop vouching for `name`."""

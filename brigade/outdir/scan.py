@@ -166,7 +166,7 @@ def read_receipt_indexed(
             return recorded
         view = ReceiptView.from_json(recorded)
         if view is not None:
-            index.parsed(cell_id, view)  # parsed once per process
+            index.parsed(cell_id, view, view.digest)  # parsed once per process
             return view
     if data is None:
         data = _read_cell_file(out, relative, cells_fd)
@@ -251,6 +251,7 @@ def output_intact(
     info = caches.stat_of(final) if cells_fd is None else caches.stat_of(relative, cells_fd)
     # (the attempt is in the path: another attempt's final.txt is another file, inode)
     if index.fresh(cell_id, info) == expected:
+        index.parsed(cell_id, expected)  # the receipt's string held, not an equal second one
         return True
     if cells_fd is None:
         found = store.file_digest(final)
