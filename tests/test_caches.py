@@ -26,6 +26,7 @@ CACHE_FILES = (
     ".receipt-index.json",
     ".output-index.json",
     ".report-state.json",
+    ".report-rows.json",
     ".summary-key.json",
 )
 

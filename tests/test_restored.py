@@ -289,3 +289,49 @@ def test_a_copy_with_one_receipt_edited_exports_and_shows_that_edit(
     }
     assert {name for name in rewritten if name.startswith("report/")} <= pages
     assert rewritten - pages - {exported, "export/summary.json"} <= {"summary.json"}
+
+
+def test_a_changed_cell_is_the_only_one_read_again_for_the_index(
+    finished_battery: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index and JUnit list every cell: with one receipt edited, they are made from the
+    rows kept for the others (by their stamps) and that cell's receipt, read again with
+    those of its own two pages and no other; the bytes are a fresh build's."""
+    from brigade.outdir import results, scan, store
+    from brigade.report import build
+    from brigade.report.paging import page_plans
+
+    settled(finished_battery)
+    out = finished_battery.out
+    assert (out / build.ROWS_FILE).is_file()
+    path = finished_battery.cell_dir("ok:agent:1") / "cell.json"
+    receipt = json.loads(path.read_text())
+    receipt["duration_seconds"] = 12.5
+    path.write_text(json.dumps(receipt))
+    plan = results.load_plan(out)
+    views = scan.scan(out, plan).recorded
+    summary = json.loads((out / "summary.json").read_text())
+    read: list[str] = []
+    real = store.read_receipt
+
+    def counted(folder: Path, cell_id: str) -> dict[str, object] | None:
+        read.append(cell_id)
+        return real(folder, cell_id)
+
+    monkeypatch.setattr(store, "read_receipt", counted)
+    workspace = finished_battery.workspace
+    assert build.write_report(out, plan, views, summary, workspace=workspace).leaks == ()
+    pages = [p for p in page_plans(plan, views, summary["name"]) if receipt["cell_id"] in
+             {c.cell_id for c in p.members}]  # fmt: skip
+    assert len(pages) == 2
+    assert receipt["cell_id"] in read
+    assert set(read) <= {c.cell_id for page in pages for c in page.members}
+    assert len(set(read)) < len(plan.cells)
+    kept = {name: (out / "report" / name).read_bytes() for name in ("index.html", "junit.xml")}
+    assert b"12.5" in kept["junit.xml"]
+    (out / build.ROWS_FILE).unlink()
+    (out / build.STATE_FILE).unlink()
+    assert build.write_report(out, plan, views, summary, workspace=workspace).leaks == ()
+    assert len(set(read)) == len(plan.cells)  # (all read for a fresh build)
+    for name, data in kept.items():
+        assert (out / "report" / name).read_bytes() == data, name

@@ -4,7 +4,8 @@ Every cache (`.plan-index.json`, `.receipt-index.json`, `.output-index.json`,
 `.export-state/`, `.report-state.json`, `.summary-key.json`) is a `Sidecar`:
 a JSON object `{"key": ..., "entries": {name: [size, mtime_ns, ctime_ns, inode,
 value]}}` (one flat list per entry: a resume of 100,000 cells holds three
-such maps).
+such maps). `.report-rows.json` is one too, its entries vouching for no file:
+each is a report row kept under its cell's stamp (`report/build.Rows`).
 
 - The key is brigade's code digest (every source and schema file) plus what
   the cache's answers depend on besides (secrets, the export's destination):

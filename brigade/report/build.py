@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import html
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,6 @@ from brigade.core.receipts import Receipt, ReceiptView, grader_usage_of, views_o
 from brigade.errors import EnvironmentProblem, InputError
 from brigade.outdir import caches, store
 from brigade.outdir.export import clean_here, movable_digest, moved_secrets, secrets_for
-from brigade.outdir.results import current_receipts
 from brigade.report.model import ReportCell, failure_reasons
 
 if TYPE_CHECKING:
@@ -90,12 +89,14 @@ def report_cells(
     plan: Plan,
     receipts: Mapping[str, Receipt | None],
     secrets: Secrets,
+    rows: Rows | None = None,
 ) -> list[ReportCell]:
     """Every planned cell, from its projected receipt (a stand-in for cells with none), with
     its projected answer and fault.
 
     Names (seats, cases, coordinates) are shown as they are: they are identifiers,
-    never secrets; only free text is scrubbed.
+    never secrets; only free text is scrubbed. `rows`: the rows of earlier reports by
+    their cells' stamps; a cell whose stamp is unchanged is not read again.
     """
     from brigade.report.detail import fault_text
     from brigade.report.views import shown
@@ -103,6 +104,11 @@ def report_cells(
     out_text = str(out.absolute())
     cells = []
     for cell in plan.cells:
+        if rows is not None:
+            row = rows.row(cell.cell_id)
+            if row is not None:
+                cells.append(row)
+                continue
         receipt = receipts.get(cell.cell_id)
         fault = fault_text(receipt.document) if receipt is not None else None
         shown_fault = shown(fault, secrets, FAULT_LIMIT).text if fault else None
@@ -136,7 +142,77 @@ def report_cells(
                 grader_usage=_grader_usage(receipt, plan),
             )
         )
+        if rows is not None:
+            rows.keep(cells[-1])
     return cells
+
+
+ROWS_FILE = ".report-rows.json"
+
+
+class Rows:
+    """The report's rows of every cell as last shown (a cache beside the output directory):
+    cell_id -> [the cell's stamp (paging.stamp: any rewrite or edit of its receipt changes
+    it), the row]. A changed cell is read, projected and kept again; the others are not
+    read at all. Keyed on brigade's code, the secrets and the plan's prices (a row is
+    projected and priced); the pages made from the rows are checked for leaks whole."""
+
+    __slots__ = ("sidecar", "stamps", "seen")
+
+    def __init__(self, out: Path, plan: Plan, secrets: Secrets, stamps: Mapping[str, str]):
+        """The rows kept at `out`, for cells whose stamps are now `stamps`."""
+        prices = json.dumps(prices_document(plan.prices), sort_keys=True)
+        key = caches.cache_key(
+            movable_digest(secrets, out), hashlib.sha256(prices.encode()).hexdigest()
+        )
+        self.sidecar = caches.Sidecar(out / ROWS_FILE, key)
+        self.stamps = stamps
+        self.seen: set[str] = set()
+
+    def row(self, cell_id: str) -> ReportCell | None:
+        """The row kept for a cell whose stamp is unchanged; None otherwise."""
+        self.seen.add(cell_id)
+        entry = self.sidecar.entries.get(cell_id)
+        if type(entry) is not list or len(entry) != 2 or entry[0] != self.stamps.get(cell_id):
+            return None
+        return _row_of(entry[1])
+
+    def keep(self, row: ReportCell) -> None:
+        """Keep a row made now, under its cell's stamp."""
+        stamp = self.stamps.get(row.cell_id)
+        if stamp is not None:
+            self.sidecar.entries[row.cell_id] = [stamp, _row_doc(row)]
+            self.sidecar.changed = True
+
+    def save(self) -> None:
+        """Forget the rows of cells no longer planned and write the cache when it changed."""
+        gone = [cell_id for cell_id in self.sidecar.entries if cell_id not in self.seen]
+        for cell_id in gone:
+            del self.sidecar.entries[cell_id]
+        self.sidecar.changed = self.sidecar.changed or bool(gone)
+        self.sidecar.save()
+
+
+_ROW_FIELDS = tuple(field.name for field in dataclasses.fields(ReportCell))
+
+
+def _row_doc(row: ReportCell) -> list[Any]:
+    return [getattr(row, name) for name in _ROW_FIELDS]
+
+
+def _row_of(doc: Any) -> ReportCell | None:
+    """A kept row as it was made (None: not one this code keeps)."""
+    if type(doc) is not list or len(doc) != len(_ROW_FIELDS):
+        return None
+    fields = dict(zip(_ROW_FIELDS, doc, strict=True))
+    graders = fields["graders"]
+    if type(graders) is not list or any(type(g) is not dict for g in graders):
+        return None
+    fields["graders"] = tuple(graders)
+    try:
+        return ReportCell(**fields)
+    except TypeError:
+        return None
 
 
 def _fault_kind(receipt: Receipt | None) -> str | None:
@@ -184,14 +260,15 @@ def build_report(
     *,
     workspace: Path | None = None,
     secrets: Secrets | None = None,
+    rows: Rows | None = None,
 ) -> Report:
     """The projected summary and cells of a plan (free text scrubbed, paths relative,
-    no prompts)."""
+    no prompts; `rows`: kept rows of unchanged cells, see Rows)."""
     out = out.absolute()
     secrets = secrets if secrets is not None else secrets_for(out, plan, workspace)
     return Report(
         summary=project_summary(summary, secrets),
-        cells=tuple(report_cells(out, plan, receipts, secrets)),
+        cells=tuple(report_cells(out, plan, receipts, secrets, rows)),
         secrets=secrets,
         out=out,
         plan=plan,
@@ -375,6 +452,33 @@ def _inputs_key(
     return digest.hexdigest()
 
 
+class _Receipts(Mapping[str, "Receipt | None"]):
+    """The planned cells' trusted receipts in full (as `current_receipts`), each read the
+    first time it is asked for."""
+
+    def __init__(self, out: Path, plan: Plan) -> None:
+        self._out = out
+        self._planned = {cell.cell_id for cell in plan.cells}
+        self._present: set[str] | None = None
+        self._read: dict[str, Receipt | None] = {}
+
+    def __getitem__(self, cell_id: str) -> Receipt | None:
+        if cell_id not in self._planned:
+            raise KeyError(cell_id)
+        if cell_id not in self._read:
+            if self._present is None:
+                self._present = store.existing_cells(self._out)
+            present = cell_id in self._present
+            self._read[cell_id] = store.read_receipt(self._out, cell_id) if present else None
+        return self._read[cell_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._planned)
+
+    def __len__(self) -> int:
+        return len(self._planned)
+
+
 def write_report(
     out: Path,
     plan: Plan,
@@ -394,7 +498,7 @@ def write_report(
     views lack.
     """
     from brigade.report.pages import files_folder
-    from brigade.report.paging import page_plans, stale_pages
+    from brigade.report.paging import page_plans, stale_pages, stamp
 
     out = out.absolute()
     unlink_planted_links(out)
@@ -418,19 +522,27 @@ def write_report(
     if index_current and not todo and not stale_pages(files_dir, plans):
         return ReportResult(files=(junit, html_file), leaks=())
     if receipts is None:
-        receipts = current_receipts(out, plan)
+        # read as asked for: only the changed cells' rows and the pages to write need them
+        receipts = _Receipts(out, plan)
     workspace = workspace if workspace is not None else _plan_workspace(plan)
+    rows = None
     if index_current:
         # only pages to write: the cells' rows are not needed
         report = Report(
             project_summary(summary, secrets), (), secrets, out, plan, receipts, workspace
         )
     else:
-        report = build_report(out, plan, receipts, summary, secrets=secrets, workspace=workspace)
+        stamps = {cell.cell_id: stamp(cell, views.get(cell.cell_id)) for cell in plan.cells}
+        rows = Rows(out, plan, secrets, stamps)
+        report = build_report(
+            out, plan, receipts, summary, secrets=secrets, workspace=workspace, rows=rows
+        )
     targets: list[Path | None] = [None, None] if index_current else [junit, html_file]
     pages = {page.relative: page.stamp for page in plans}
     detail = (files_dir, plans, todo, pages)
     result = _write(out, report, targets, checked, inputs, detail, moved)
+    if rows is not None:
+        rows.save()
     files = (junit, html_file) if index_current else result.files
     return ReportResult(files=files, leaks=result.leaks)
 
