@@ -446,6 +446,28 @@ def test_unchanged_reports_are_not_rewritten(tmp_path: Path) -> None:
     assert page.read_text().startswith("<!DOCTYPE html>")
 
 
+def test_kept_rows_that_are_not_rows_are_made_again(tmp_path: Path) -> None:
+    """The rows the index and JUnit are made from are a cache: one that is not a row this
+    code keeps is made again from its receipt, and the pages are as a fresh build's."""
+    out, plan, receipts, summary = unit_report(tmp_path)
+    views = views_of(receipts)
+    write_report(out, plan, views, summary, receipts=receipts)
+    pages = [out / "report" / name for name in ("index.html", "junit.xml")]
+    before = [page.read_bytes() for page in pages]
+    rows_file = out / ".report-rows.json"
+    rows = json.loads(rows_file.read_text())
+    spoiled = list(rows["entries"].values())
+    assert spoiled
+    for number, entry in enumerate(spoiled):
+        entry[1] = "not a row" if number % 2 else entry[1][:3]
+    rows_file.write_text(json.dumps(rows))
+    (out / ".report-state.json").unlink()  # the index and JUnit are made again
+    assert write_report(out, plan, views, summary, receipts=receipts).leaks == ()
+    assert [page.read_bytes() for page in pages] == before
+    kept = json.loads(rows_file.read_text())["entries"]
+    assert all(type(entry[1]) is list and len(entry[1]) > 3 for entry in kept.values())
+
+
 def test_text_matrix(tmp_path: Path) -> None:
     _, _, _, summary = unit_report(tmp_path)
     lines = text_matrix(summary).splitlines()
