@@ -449,8 +449,9 @@ def test_unchanged_reports_are_not_rewritten(tmp_path: Path) -> None:
 def test_kept_rows_that_are_not_rows_are_made_again(tmp_path: Path) -> None:
     """The rows the index and JUnit are made from are a cache: one that is not a row this
     code keeps is made again from its receipt, and the pages are as a fresh build's."""
-    out, plan, receipts, summary = unit_report(tmp_path)
-    views = views_of(receipts)
+    out, plan, documents, summary = unit_report(tmp_path)
+    views = views_of(documents)
+    receipts = parsed(documents)
     write_report(out, plan, views, summary, receipts=receipts)
     pages = [out / "report" / name for name in ("index.html", "junit.xml")]
     before = [page.read_bytes() for page in pages]
