@@ -348,3 +348,52 @@ def test_original_receipts_are_eval_cell_v1(carried: Carried) -> None:
         if receipt["state"] != "running":
             for result in receipt["graders"]:
                 assert schemas.problems(result, "brigade.grader_result.v1") == []
+
+
+# a `brigade run` in a process that counts the strings the legacy relocation rewrote
+_COUNTING_RUN = """
+import sys
+from brigade.front import cli
+from brigade.outdir import legacy
+
+calls = []
+plain = legacy.relocated
+legacy.relocated = lambda value, moves: calls.append(1) or plain(value, moves)
+try:
+    code = cli.main(sys.argv[2:])
+finally:
+    with open(sys.argv[1], "w") as handle:
+        handle.write(str(len(calls)))
+sys.exit(code)
+"""
+
+
+def test_relocation_happens_once_and_is_remembered(carried: Carried, tmp_path: Path) -> None:
+    """The original tool's receipts name a run folder on its own machine: the first run
+    views them here (relocated) and writes export and report; every later run, and a
+    run after the directory moved again, relocates nothing and rewrites nothing."""
+    counted = tmp_path / "relocations"
+
+    def run(out: Path) -> int:
+        argv = [sys.executable, "-c", _COUNTING_RUN, str(counted), "run", str(carried.manifest)]
+        argv += ["--out", str(out), "--workspace", str(carried.workspace), "--sandbox", "off"]
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=carried.project.env(), timeout=120
+        )
+        assert done.returncode == 1, done.stderr  # rejected and a crashed seat
+        return int(counted.read_text())
+
+    def results(out: Path) -> dict[str, bytes]:  # what the run wrote, less its caches
+        return {name: data for name, data in snapshot(out).items() if name[0] != "."}
+
+    assert run(carried.out) > 0  # first sight: viewed here, projected, rendered
+    written = results(carried.out)
+    assert run(carried.out) == 0
+    assert results(carried.out) == written
+    moved = tmp_path / "elsewhere" / "evals"
+    moved.parent.mkdir()
+    carried.out.rename(moved)
+    assert run(moved) == 0
+    assert results(moved) == written
+    for path in (moved / "export").rglob("*.json"):
+        assert_no_foreign_or_secret_text(path.read_text(), carried)
