@@ -2,8 +2,10 @@
 ctimes: `cp -a`, a tarball, a CI cache) or moved to a new path, against the floor.
 
 Prints the wall time of `brigade run` (and `doit`) on each against the floor of a
-plain Python loop that reads every cell.json (floor.py), peak memory, and how many
-files under export/ and report/ were rewritten (by mtime).
+plain Python loop that reads plan.json and every cell.json (`floor.py --plan`: the floor
+the cold-resume targets are set against; the ratio to the loop over cell.json alone, the
+no-op benchmark's floor, is printed beside it), peak memory, and how many files under
+export/ and report/ were rewritten (by mtime).
 
     .venv/bin/python benchmarks/bench_cold.py [--cells 10000] [--keep DIR]
 """
@@ -39,9 +41,14 @@ def copy(source: Path, target: Path) -> None:
     os.sync()
 
 
+def ratios(wall: float, floor: float, cells_floor: float) -> str:
+    """The ratio to the floor, and to the loop over cell.json alone in brackets."""
+    return f"ratio {wall / floor:.2f}x floor ({wall / cells_floor:.2f}x the cell.json loop)"
+
+
 def moved_figures(
     runs: int,
-    floor: float,
+    floors: tuple[float, float],
     pristine: Path,
     moved: Path,
     label: str,
@@ -57,7 +64,7 @@ def moved_figures(
         results.append((*timed(run_argv(manifest, roster, moved, ws)), before))
     wall, code, rss, before = min(results, key=lambda r: r[0])
     rewritten = sum(1 for name, mtime in mtimes(moved).items() if before.get(name) != mtime)
-    emit(f"brigade run {label}", wall, "s", f"ratio {wall / floor:.2f}x floor")
+    emit(f"brigade run {label}", wall, "s", ratios(wall, *floors))
     emit(f"brigade run {label} peak RSS", rss, "MB")
     emit(f"brigade run {label}: export/ and report/ files rewritten", rewritten, "files")
     shutil.rmtree(moved, ignore_errors=True)
@@ -82,16 +89,18 @@ def main() -> None:
     timed(run)  # the first run after building writes summary, report and caches
     pristine = root / "pristine"
     copy(out, pristine)
-    floor, _, _ = best_of(args.runs, [sys.executable, str(HERE / "floor.py"), str(out)])
+    floor, _, _ = best_of(args.runs, [sys.executable, str(HERE / "floor.py"), str(out), "--plan"])
+    cells_floor, _, _ = best_of(args.runs, [sys.executable, str(HERE / "floor.py"), str(out)])
     print(f"cold resume of {args.cells} cells on {cpu_count()} cores (best of {args.runs})")
-    emit("floor (plain loop over cell.json)", floor, "s")
+    emit("floor (plain loop over plan.json and every cell.json)", floor, "s")
+    emit("floor of the no-op benchmark (the loop over cell.json alone)", cells_floor, "s")
     figures = []
     fronts = [("brigade run", lambda o: run_argv(manifest, roster, o, workspace))]
     if not args.only_run:
         fronts.append(("doit", lambda o: doit_argv(manifest, roster, o, workspace)))
     for label, make_argv in fronts:
         warm = best_of(args.runs, make_argv(out))
-        emit(f"{label} warm no-op", warm[0], "s", f"ratio {warm[0] / floor:.2f}x floor")
+        emit(f"{label} warm no-op", warm[0], "s", ratios(warm[0], floor, cells_floor))
         emit(f"{label} warm peak RSS", warm[2], "MB")
         results = []
         for _ in range(args.runs):
@@ -100,16 +109,17 @@ def main() -> None:
             results.append((*timed(make_argv(out)), before, mtimes(out)))
         wall, code, rss, before, after = min(results, key=lambda r: r[0])
         rewritten = sum(1 for name, mtime in after.items() if before.get(name) != mtime)
-        emit(f"{label} cold no-op (cp -a)", wall, "s", f"ratio {wall / floor:.2f}x floor")
+        emit(f"{label} cold no-op (cp -a)", wall, "s", ratios(wall, floor, cells_floor))
         emit(f"{label} cold peak RSS", rss, "MB")
         emit(f"{label} cold: export/ and report/ files rewritten", rewritten, "files")
         figures.append(code)
     if not args.only_run:
         inputs = (manifest, roster, workspace)
+        floors = (floor, cells_floor)
         # a longer path, and one shorter than the workspace's (the secrets' paths are
         # listed longest first: the output directory's place among them changes)
         for moved, label in ((root / "moved" / "out", "moved"), (root / "o", "moved shorter")):
-            figures.append(moved_figures(args.runs, floor, pristine, moved, label, inputs))
+            figures.append(moved_figures(args.runs, floors, pristine, moved, label, inputs))
     assert set(figures) == {0}, figures
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)

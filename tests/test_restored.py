@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -218,7 +219,18 @@ def _same_answers(here: str) -> None:
         "a &amp /srv/ci/out",
         "a &amp;lt; b",
         "/srv/a&amp;b/out and /srv/a&b/out",
+        # script beside markup: `&&`, a lone `&`, and entities hidden after them
+        "if (a && b) { go('/srv/ci/elsewhere'); } a & b &amp; c&",
+        "a &&#47;srv&#47;ci&#47;out",
+        "a & &sol;srv&sol;ci&sol;out",
+        "a &ampx; &#x2F;srv&#x2F;ci&#x2F;out",
+        "&#;&#x;&;& ;&\t&\n&<&#47srv&#47ci&#47out",
+        "&amp;#47;srv&amp;#47;ci&amp;#47;out",
     ]
+    # and strings made of the pieces entities and paths are made of
+    pieces = ["&", "#", "x", "47", "2F", ";", "sol", "amp", "lt", here, "/", "srv", " ", "a"]
+    draw = random.Random(7)
+    texts += ["".join(draw.choices(pieces, k=draw.randint(1, 12))) for _ in range(3000)]
     for text in texts:
         for markup in (False, True):
             shown = html.unescape(text) if markup else text

@@ -304,7 +304,8 @@ class _Pieces(io.RawIOBase):
         head: dict[str, Any], entries: dict[str, Any], default: Callable[[Any], Any] | None
     ) -> Iterator[bytes]:
         def dumps(value: Any) -> str:
-            return json.dumps(value, separators=(",", ":"), default=default)
+            # entries are trees of values parsed from JSON or made as it: no cycle to look for
+            return json.dumps(value, separators=(",", ":"), default=default, check_circular=False)
 
         yield (dumps(head)[:-1] + ',"entries":{').encode()
         items = list(entries.items())

@@ -245,17 +245,22 @@ def moved_secrets(state: caches.Sidecar, out: Path) -> Secrets | None:
 
 
 _BINARY_BYTES = BINARY_HEAD.encode()
-# what html.escape writes: decoded, each is one character of `_ESCAPED`
-_ESCAPES = (b"&amp;", b"&lt;", b"&gt;", b"&quot;", b"&#x27;")
+# what html.escape writes (`&amp;` `&lt;` `&gt;` `&quot;` `&#x27;`): decoded, each is one
+# character of `_ESCAPED`
 _ESCAPED = frozenset("&<>\"'")
+# an `&` html.unescape could read as another entity: not one of those five, and followed by
+# what may start a character reference (`#` and a digit or x) or an entity's name (anything
+# but tab, newline, form feed, space, `<`, `&`, `#` and `;`). Script's `&&` and `a & b` are
+# none, so a page of them is still answered from its bytes.
+_OTHER_ENTITY = re.compile(rb"&(?!(?:amp|lt|gt|quot|#x27);)(?:#[0-9xX]|[^\t\n\f <&#;])")
 
 
 def _only_escapes(data: bytes, moved: Secrets) -> bool:
-    """Every `&` of the bytes starts one of html.escape's five entities and no path holds
-    what they stand for: unescaping makes no path that the bytes do not hold already."""
+    """No entity of the bytes but html.escape's five, and no path holds what they stand
+    for: unescaping makes no path that the bytes do not hold already."""
     if any(_ESCAPED.intersection(path) for path, _ in moved.paths):
         return False
-    return data.count(b"&") == sum(data.count(escape) for escape in _ESCAPES)
+    return _OTHER_ENTITY.search(data) is None
 
 
 def clean_here(data: bytes, label: str, moved: Secrets | None, *, markup: bool = False) -> bool:
@@ -364,9 +369,7 @@ def export(
             exported = f"{cell_id}.json"
             if (
                 cells_fd is not None
-                and state.recall(
-                    name, exported, cells_fd, here(f"{dest.name}/{name}"), eager=eager
-                )
+                and state.recall(name, exported, cells_fd, here(f"{dest.name}/{name}"), eager=eager)
                 == stamp
             ):
                 written[name] = stamp
