@@ -10,6 +10,7 @@ file goes. Every read and write brigade does there goes through this module.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import secrets
 import shutil
@@ -119,6 +120,39 @@ def read_stat(
         os.close(fd)
 
 
+# what digest_stat reads at a time
+_PIECE = 1 << 20
+
+
+def digest_stat(path: Path | str, *, dir_fd: int | None = None) -> tuple[os.stat_result, str]:
+    """A regular file's stat and the sha256 (hex) of its bytes from one open (no-follow, as
+    `read_stat`), read a piece at a time: a file of any size costs a megabyte of memory
+    and a small one a single read. OSError as `read_regular`."""
+    try:
+        fd = os.open(path, _READ, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        digest = hashlib.sha256()
+        left = info.st_size + 1  # a byte more than its stat says: a file that grew reads on
+        while True:
+            want = min(left, _PIECE) if left > 0 else _PIECE
+            chunk = os.read(fd, want)
+            digest.update(chunk)
+            if len(chunk) < want:  # its end
+                return info, digest.hexdigest()
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+
+
 def _read_on(fd: int, data: bytes, limit: int | None) -> bytes:
     """The rest of a file after its first `data` (it grew since its stat, or a read of a GB
     came back short), up to `limit` and one byte more."""
@@ -205,9 +239,7 @@ def temp_name(name: str) -> str:
     return f".{name}.{secrets.token_hex(4)}.tmp"
 
 
-def write_at(
-    folder: int, name: str, data: bytes | BinaryIO, *, durable: bool = True
-) -> None:
+def write_at(folder: int, name: str, data: bytes | BinaryIO, *, durable: bool = True) -> None:
     """Write `name` in the open folder atomically (`data`: bytes, or a file read to its
     end): a new temp file there (never a followed link), fsynced when `durable`, renamed
     over `name` (a link there is replaced, not followed). The temp file never survives a
@@ -311,9 +343,7 @@ def remove_tree(path: Path | str) -> None:
                         while True:  # up beside `name`, under a name not taken
                             moved += 1
                             try:
-                                os.rename(
-                                    child, f".rm-{moved}", src_dir_fd=inner, dst_dir_fd=top
-                                )
+                                os.rename(child, f".rm-{moved}", src_dir_fd=inner, dst_dir_fd=top)
                                 break
                             except OSError as exc:
                                 if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):

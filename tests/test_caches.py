@@ -128,6 +128,64 @@ def test_read_stat_reads_regular_files_only(tmp_path: Path) -> None:
         fs.read_stat(tmp_path)
 
 
+@pytest.mark.parametrize("size", [0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 * (1 << 20) + 7])
+def test_digest_stat_hashes_a_regular_file_in_pieces(tmp_path: Path, size: int) -> None:
+    target = tmp_path / "file.bin"
+    data = os.urandom(size)
+    target.write_bytes(data)
+    info, digest = fs.digest_stat(target)
+    assert digest == caches.content_digest(data) and info.st_ino == target.stat().st_ino
+    folder = fs.open_folder(tmp_path)
+    try:
+        assert fs.digest_stat("file.bin", dir_fd=folder)[1] == digest
+    finally:
+        os.close(folder)
+
+
+def test_digest_stat_reads_regular_files_only(tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_bytes(b"x")
+    os.mkfifo(tmp_path / "fifo")  # an open that waited on it would never return
+    (tmp_path / "link").symlink_to(target)
+    for planted in ("fifo", "link"):
+        with pytest.raises(fs.NotRegularFile):
+            fs.digest_stat(tmp_path / planted)
+    with pytest.raises(IsADirectoryError):
+        fs.digest_stat(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        fs.digest_stat(tmp_path / "missing")
+
+
+def test_a_copied_large_file_is_vouched_for_without_holding_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a check only the digest is wanted: a copied 47 MB plan.json of 100,000
+    cells is hashed in pieces, never read whole (the peak of a cold resume)."""
+    data = os.urandom(3 * (1 << 20) + 5)
+    target = tmp_path / "plan.json"
+    target.write_bytes(data)
+    sidecar = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    sidecar.record("plan.json", caches.stat_of(target), "v", caches.content_digest(data))
+    shutil.copy(target, tmp_path / "copy")
+    os.replace(tmp_path / "copy", target)  # the same bytes, a new inode
+
+    def whole(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read whole")
+
+    monkeypatch.setattr(fs, "read_regular", whole)
+    monkeypatch.setattr(fs, "read_stat", whole)
+    for eager in (False, True):
+        assert sidecar.recall("plan.json", target, eager=eager) == "v"
+    assert sidecar.fresh_file("plan.json", target) == "v"  # the new stat kept
+    rewrite_keeping_size_and_mtime(target, data[:10], b"0123456789")
+    for eager in (False, True):
+        assert sidecar.recall("plan.json", target, eager=eager) is caches.MISS
+    target.unlink()
+    target.symlink_to(tmp_path / ".cache.json")
+    assert sidecar.recall("plan.json", target, eager=True) is caches.MISS
+    assert sidecar.recall("plan.json", tmp_path / "missing") is caches.MISS
+
+
 def test_a_sidecar_written_under_another_key_is_ignored(tmp_path: Path) -> None:
     target = tmp_path / "file.txt"
     target.write_text("x")

@@ -160,8 +160,12 @@ class Sidecar:
         """The value recorded for `name` when `data` (its bytes, read after `info` was
         taken) has the digest recorded with it; the entry then vouches under `info`.
         MISS otherwise."""
+        return self.same_digest(name, info, content_digest(data))
+
+    def same_digest(self, name: str, info: os.stat_result | None, digest: str) -> Any:
+        """`same_content` with the digest of the file's bytes (`content_digest`) given."""
         recorded = self.digest(name)
-        if info is None or recorded is None or content_digest(data) != recorded:
+        if info is None or recorded is None or digest != recorded:
             return MISS
         value = self.entries[name][4]
         self.record(name, info, value, recorded)
@@ -197,8 +201,13 @@ class Sidecar:
         `check`: what the file's bytes must also pass for its entry to hold (the file is
         read even while its stat matches); MISS when they do not. `eager`: the stat is
         expected to miss (`copied`): the file is opened at once and its stat taken from
-        the open file, before its bytes are read."""
+        the open file, before its bytes are read.
+
+        Without `check`, only the digest of the bytes is wanted: they are read a piece at a
+        time (`fs.digest_stat`), never held whole (a 100,000-cell plan.json is 47 MB)."""
         info: os.stat_result | None
+        if check is None:
+            return self._recall_digest(name, path, dir_fd, eager)
         if eager and name in self.entries:
             try:
                 info, data = fs.read_stat(path, dir_fd=dir_fd)
@@ -207,13 +216,11 @@ class Sidecar:
             value = self.fresh(name, info)
             if value is MISS:
                 value = self.same_content(name, info, data)
-            if value is not MISS and check is not None and not check(data):
+            if value is not MISS and not check(data):
                 return MISS
             return value
         info = stat_of(path, dir_fd)
         value = self.fresh(name, info)
-        if check is None and value is not MISS:
-            return value
         if value is MISS and (info is None or self.digest(name) is None):
             return MISS
         try:
@@ -222,9 +229,24 @@ class Sidecar:
             return MISS
         if value is MISS:
             value = self.same_content(name, info, data)
-        if value is not MISS and check is not None and not check(data):
+        if value is not MISS and not check(data):
             return MISS
         return value
+
+    def _recall_digest(self, name: str, path: Path | str, dir_fd: int | None, eager: bool) -> Any:
+        """`recall` without a check: the stat, else the digest of the bytes read in pieces
+        (the stat vouched under is the open file's, taken before they are read)."""
+        if not eager or name not in self.entries:
+            info = stat_of(path, dir_fd)
+            value = self.fresh(name, info)
+            if value is not MISS or info is None or self.digest(name) is None:
+                return value
+        try:
+            info, digest = fs.digest_stat(path, dir_fd=dir_fd)
+        except OSError:
+            return MISS
+        value = self.fresh(name, info)
+        return self.same_digest(name, info, digest) if value is MISS else value
 
     def record(
         self, name: str, info: os.stat_result | None, value: Any, digest: str | None = None
