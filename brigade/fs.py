@@ -89,13 +89,9 @@ def read_regular(
         os.close(fd)
 
 
-def read_stat(
-    path: Path | str, limit: int | None = None, *, dir_fd: int | None = None
-) -> tuple[os.stat_result, bytes]:
-    """A regular file's stat and bytes from one open (no-follow; at most `limit` bytes, then
-    one more): the stat is taken from the descriptor before the bytes are read, so it is
-    a cache's key for them. OSError as `read_regular`. For many files of a copied folder,
-    whose stats are all new: one path lookup per file instead of a stat and an open."""
+def _open_stat(path: Path | str, dir_fd: int | None) -> tuple[int, os.stat_result]:
+    """(descriptor, its stat) of a regular file opened no-follow: the stat is the open
+    file's, taken before anything is read. OSError as `read_regular` (nothing left open)."""
     try:
         fd = os.open(path, _READ, dir_fd=dir_fd)
     except OSError as exc:
@@ -108,6 +104,21 @@ def read_stat(
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
             raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_stat(
+    path: Path | str, limit: int | None = None, *, dir_fd: int | None = None
+) -> tuple[os.stat_result, bytes]:
+    """A regular file's stat and bytes from one open (no-follow; at most `limit` bytes, then
+    one more): the stat is taken from the descriptor before the bytes are read, so it is
+    a cache's key for them. OSError as `read_regular`. For many files of a copied folder,
+    whose stats are all new: one path lookup per file instead of a stat and an open."""
+    fd, info = _open_stat(path, dir_fd)
+    try:
         # (O_NONBLOCK, which kept the open from waiting on a FIFO, means nothing to a
         # regular file's reads on Linux: left set, two system calls less per file; a
         # file system that answered EAGAIN would cost its caller a miss, never a byte)
@@ -128,18 +139,8 @@ def digest_stat(path: Path | str, *, dir_fd: int | None = None) -> tuple[os.stat
     """A regular file's stat and the sha256 (hex) of its bytes from one open (no-follow, as
     `read_stat`), read a piece at a time: a file of any size costs a megabyte of memory
     and a small one a single read. OSError as `read_regular`."""
+    fd, info = _open_stat(path, dir_fd)
     try:
-        fd = os.open(path, _READ, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
         digest = hashlib.sha256()
         left = info.st_size + 1  # a byte more than its stat says: a file that grew reads on
         while True:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import DODO, GRADED, REPO, Project
@@ -113,19 +114,27 @@ def test_a_sidecar_is_written_in_pieces_as_one_document(tmp_path: Path, count: i
     assert caches.Sidecar(tmp_path / ".cache.json", "k1").entries == sidecar.entries
 
 
-def test_read_stat_reads_regular_files_only(tmp_path: Path) -> None:
+def test_read_stat_reads_a_file_once_with_its_stat(tmp_path: Path) -> None:
     target = tmp_path / "file.txt"
     target.write_bytes(b"x" * 100)
     info, data = fs.read_stat(target)
     assert data == b"x" * 100 and info.st_ino == target.stat().st_ino
     assert fs.read_stat(target, 10)[1] == b"x" * 11  # the limit, and one more byte
-    os.mkfifo(tmp_path / "fifo")
+
+
+@pytest.mark.parametrize("read", [fs.read_stat, fs.digest_stat])
+def test_reads_with_a_stat_open_regular_files_only(tmp_path: Path, read: Any) -> None:
+    target = tmp_path / "file.txt"
+    target.write_bytes(b"x")
+    os.mkfifo(tmp_path / "fifo")  # an open that waited on it would never return
     (tmp_path / "link").symlink_to(target)
     for planted in ("fifo", "link"):
         with pytest.raises(fs.NotRegularFile):
-            fs.read_stat(tmp_path / planted)
+            read(tmp_path / planted)
     with pytest.raises(IsADirectoryError):
-        fs.read_stat(tmp_path)
+        read(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        read(tmp_path / "missing")
 
 
 @pytest.mark.parametrize("size", [0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 * (1 << 20) + 7])
@@ -140,20 +149,6 @@ def test_digest_stat_hashes_a_regular_file_in_pieces(tmp_path: Path, size: int) 
         assert fs.digest_stat("file.bin", dir_fd=folder)[1] == digest
     finally:
         os.close(folder)
-
-
-def test_digest_stat_reads_regular_files_only(tmp_path: Path) -> None:
-    target = tmp_path / "file.txt"
-    target.write_bytes(b"x")
-    os.mkfifo(tmp_path / "fifo")  # an open that waited on it would never return
-    (tmp_path / "link").symlink_to(target)
-    for planted in ("fifo", "link"):
-        with pytest.raises(fs.NotRegularFile):
-            fs.digest_stat(tmp_path / planted)
-    with pytest.raises(IsADirectoryError):
-        fs.digest_stat(tmp_path)
-    with pytest.raises(FileNotFoundError):
-        fs.digest_stat(tmp_path / "missing")
 
 
 def test_a_copied_large_file_is_vouched_for_without_holding_its_bytes(
