@@ -42,25 +42,8 @@ def open_regular(path: Path | str, *, follow: bool = False, dir_fd: int | None =
 
 
 def _open_checked(path: Path | str, follow: bool, dir_fd: int | None) -> tuple[int, int]:
-    """(descriptor, size by its stat) of a regular file (see open_regular)."""
-    try:
-        fd = os.open(path, _READ & ~os.O_NOFOLLOW if follow else _READ, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
-        raise
-    try:
-        info = os.fstat(fd)
-        mode = info.st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
-            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
+    """(descriptor, size by its stat) of a regular file (see open_regular), blocking."""
+    fd, info = _open_stat(path, dir_fd, follow=follow, blocking=True)
     return fd, info.st_size
 
 
@@ -89,21 +72,30 @@ def read_regular(
         os.close(fd)
 
 
-def _open_stat(path: Path | str, dir_fd: int | None) -> tuple[int, os.stat_result]:
-    """(descriptor, its stat) of a regular file opened no-follow: the stat is the open
-    file's, taken before anything is read. OSError as `read_regular` (nothing left open)."""
+def _open_stat(
+    path: Path | str, dir_fd: int | None, *, follow: bool = False, blocking: bool = False
+) -> tuple[int, os.stat_result]:
+    """(descriptor, its stat) of a regular file, opened without waiting on a FIFO and
+    without following a symlink (`follow`: at the last component, for the user's own
+    input files): the stat is the open file's, taken before anything is read. Anything
+    but a regular file is refused (`NotRegularFile`; a folder is IsADirectoryError) and
+    nothing is left open. `blocking`: the descriptor's O_NONBLOCK cleared."""
     try:
-        fd = os.open(path, _READ, dir_fd=dir_fd)
+        fd = os.open(path, _READ & ~os.O_NOFOLLOW if follow else _READ, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise NotRegularFile(errno.ELOOP, "a symlink, not a regular file", str(path)) from None
         raise
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-            raise NotRegularFile(errno.EINVAL, "not a regular file", str(path))
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
+        if blocking:
+            os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
