@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from brigade.engine.session import Options, Session, open_session
+
 REPO = Path(__file__).resolve().parents[1]
 DODO = REPO / "dodo.py"
 FAKE_AGENT = REPO / "tests" / "agents" / "fake_agent.py"
@@ -338,3 +340,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the long files first (order within a file kept); nothing is left out."""
     rank = {name: index for index, name in enumerate(LONG_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def opened(project: Project, **extra: object) -> Session:
+    """The engine's session over a project's inputs (`extra`: more options)."""
+    return open_session(
+        Options(
+            manifest=project.manifest,
+            roster=project.roster,
+            out=project.out,
+            workspace=project.workspace,
+            **extra,  # type: ignore[arg-type]
+        )
+    )

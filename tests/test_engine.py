@@ -9,25 +9,12 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import BATTERY_STATES, Project
+from conftest import BATTERY_STATES, Project, opened
 
 from brigade.core.selection import CellFilter
 from brigade.engine.engine import Engine, locked
-from brigade.engine.session import Options, Session, open_session
 from brigade.errors import InputError
 from brigade.outdir import lock, store
-
-
-def opened(project: Project, **extra: object) -> Session:
-    return open_session(
-        Options(
-            manifest=project.manifest,
-            roster=project.roster,
-            out=project.out,
-            workspace=project.workspace,
-            **extra,  # type: ignore[arg-type]
-        )
-    )
 
 
 def test_a_session_is_frozen(battery: Project) -> None:

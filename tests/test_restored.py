@@ -52,6 +52,18 @@ def changed(before: dict[str, int], after: dict[str, int]) -> set[str]:
     return {name for name, mtime in after.items() if before.get(name) != mtime}
 
 
+def pages_listing(cell_id: str) -> set[str]:
+    """The report files that show a cell of case `ok`: its page, its case's page, the
+    index and junit.xml (what an edit of that one cell may rewrite)."""
+    width = shard_width(len(BATTERY_STATES))
+    return {
+        f"report/index_files/{cell_page(cell_id, width)}",
+        f"report/index_files/{case_page('ok', width)}",
+        "report/index.html",
+        "report/junit.xml",
+    }
+
+
 def test_a_copied_directory_runs_and_rewrites_nothing(finished_battery: Project) -> None:
     settled(finished_battery)
     launches = finished_battery.launches()
@@ -101,13 +113,7 @@ def test_a_same_size_edit_with_its_mtime_restored_is_noticed_in_a_copy(
     exported = f"export/cells/{cell_id}.json"
     assert edited in (finished_battery.out / exported).read_text()
     assert {name for name in rewritten if name.startswith("export/")} == {exported}
-    width = shard_width(len(BATTERY_STATES))
-    pages = {
-        f"report/index_files/{cell_page(cell_id, width)}",
-        f"report/index_files/{case_page('ok', width)}",
-        "report/index.html",
-        "report/junit.xml",
-    }
+    pages = pages_listing(cell_id)
     assert {name for name in rewritten if name.startswith("report/")} <= pages
     assert rewritten - pages - {exported} <= {"summary.json"}  # (its generated_at)
 
@@ -292,13 +298,7 @@ def test_a_copy_with_one_receipt_edited_exports_and_shows_that_edit(
         exported,
         "export/summary.json",
     }
-    width = shard_width(len(BATTERY_STATES))
-    pages = {
-        f"report/index_files/{cell_page(cell_id, width)}",
-        f"report/index_files/{case_page('ok', width)}",
-        "report/index.html",
-        "report/junit.xml",
-    }
+    pages = pages_listing(cell_id)
     assert {name for name in rewritten if name.startswith("report/")} <= pages
     assert rewritten - pages - {exported, "export/summary.json"} <= {"summary.json"}
 

@@ -6,29 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import BATTERY_STATES, Project
+from conftest import BATTERY_STATES, Project, opened
 
 from brigade.adapters.base import SeatRequest
 from brigade.core.plan import Cell
 from brigade.core.receipts import Receipt
-from brigade.engine.session import Options, Session, open_session
+from brigade.engine.session import Session
 from brigade.errors import TamperedOutput
 from brigade.inputs import schemas
 from brigade.outdir import store
 from brigade.outdir.planfile import write_plan
 from brigade.run import runner, seat
-
-
-def opened(project: Project, **extra: object) -> Session:
-    return open_session(
-        Options(
-            manifest=project.manifest,
-            roster=project.roster,
-            out=project.out,
-            workspace=project.workspace,
-            **extra,  # type: ignore[arg-type]
-        )
-    )
 
 
 def cell_at(session: Session, coordinate: str) -> Cell:

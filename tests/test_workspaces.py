@@ -52,6 +52,18 @@ def make_repo(folder: Path, versions: list[str]) -> list[str]:
     return shas
 
 
+def calc_repo(folder: Path, more: dict[str, str] | None = None) -> Path:
+    """A repository of one commit ("bug") whose calc.add subtracts, with `more` files."""
+    folder.mkdir()
+    git(folder, "init", "-q")
+    files = {"calc.py": "def add(a, b):\n    return a - b\n", **(more or {})}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", "bug")
+    return folder
+
+
 def world_project(project: Project, setup: Any = None, trials: int = 1) -> dict[str, list[str]]:
     """Two cases over two repositories: `a` at its head, `b` at its first commit (with
     `setup`, when given), two seats, `trials` each."""
@@ -467,12 +479,7 @@ TEST_PATCH = textwrap.dedent(
 
 @needs_bwrap
 def test_tests_named_by_graders_are_hidden_from_the_seat(project: Project) -> None:
-    repo = project.root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "bug")
+    repo = calc_repo(project.root / "repo")
     hidden = project.root / "hidden"
     hidden.mkdir()
     (hidden / "check.py").write_text(HIDDEN_CHECK)
@@ -517,12 +524,7 @@ def test_tests_named_by_graders_are_hidden_from_the_seat(project: Project) -> No
 def test_an_inline_test_patch_is_hidden_with_the_manifest_that_holds_it(
     project: Project,
 ) -> None:
-    repo = project.root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "bug")
+    calc_repo(project.root / "repo")
     seat = project.root / "peek.py"
     seat.write_text(PEEK)
     # the seat looks for the hidden test where it is written: in the manifest itself
@@ -542,12 +544,7 @@ def test_an_inline_test_patch_is_hidden_with_the_manifest_that_holds_it(
 
 @needs_bwrap
 def test_no_seat_reads_the_hidden_tests_of_another_case(project: Project) -> None:
-    repo = project.root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "bug")
+    calc_repo(project.root / "repo")
     hidden = project.root / "hidden"
     hidden.mkdir()
     for name in ("a", "b"):
@@ -587,12 +584,7 @@ def test_no_seat_reads_the_hidden_tests_of_another_case(project: Project) -> Non
 def test_an_inline_test_patch_grades_and_one_that_does_not_apply_is_a_grader_error(
     project: Project,
 ) -> None:
-    repo = project.root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "bug")
+    repo = calc_repo(project.root / "repo")
     fix = "write: calc.py=def add(a, b): return a + b\nanswer: fixed"
     python = "{python}"
     graded = {"type": "command", "command": [python, "test_new.py"], "test_patch": TEST_PATCH}
@@ -1045,13 +1037,9 @@ def test_a_setup_that_prints_without_end_leaves_a_bounded_log(project: Project) 
 def test_a_seat_that_breaks_the_test_patch_is_rejected_not_a_grader_error(
     project: Project,
 ) -> None:
-    repo = project.root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text("from calc import add\nassert add(1, 1) == 2\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "bug")
+    calc_repo(
+        project.root / "repo", {"test_calc.py": "from calc import add\nassert add(1, 1) == 2\n"}
+    )
     extends = textwrap.dedent(
         """\
         diff --git a/test_calc.py b/test_calc.py
