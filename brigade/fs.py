@@ -127,21 +127,28 @@ def read_stat(
 _PIECE = 1 << 20
 
 
-def digest_stat(path: Path | str, *, dir_fd: int | None = None) -> tuple[os.stat_result, str]:
+def digest_stat(
+    path: Path | str, limit: int | None = None, *, dir_fd: int | None = None
+) -> tuple[os.stat_result, str]:
     """A regular file's stat and the sha256 (hex) of its bytes from one open (no-follow, as
-    `read_stat`), read a piece at a time: a file of any size costs a megabyte of memory
-    and a small one a single read. OSError as `read_regular`."""
+    `read_stat`; at most `limit` bytes, then one more), read a piece at a time: a file of
+    any size costs a megabyte of memory and a small one a single read. OSError as
+    `read_regular`."""
     fd, info = _open_stat(path, dir_fd)
     try:
         digest = hashlib.sha256()
-        left = info.st_size + 1  # a byte more than its stat says: a file that grew reads on
+        # a byte more than its stat says, and a file that grew is read on to its end; under
+        # a limit, no more than a byte over the smaller of its stat's size and the limit
+        total, end = 0, info.st_size + 1 if limit is None else min(info.st_size, limit) + 1
         while True:
-            want = min(left, _PIECE) if left > 0 else _PIECE
-            chunk = os.read(fd, want)
+            if total >= end and limit is None:
+                end += _PIECE
+            want = min(end - total, _PIECE)
+            chunk = os.read(fd, want) if want > 0 else b""
             digest.update(chunk)
-            if len(chunk) < want:  # its end
+            total += len(chunk)
+            if len(chunk) < want or want == 0:  # its end, or as much as may be read
                 return info, digest.hexdigest()
-            left -= len(chunk)
     finally:
         os.close(fd)
 

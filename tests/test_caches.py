@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,54 @@ def test_a_copied_large_file_is_vouched_for_without_holding_its_bytes(
     target.symlink_to(tmp_path / ".cache.json")
     assert sidecar.recall("plan.json", target, eager=True) is caches.MISS
     assert sidecar.recall("plan.json", tmp_path / "missing") is caches.MISS
+
+
+def test_digest_stat_reads_no_more_than_its_limit_and_a_byte(tmp_path: Path) -> None:
+    target = tmp_path / "file.bin"
+    data = os.urandom(3 * (1 << 20))
+    target.write_bytes(data)
+    for limit in (0, 10, (1 << 20) - 1, 1 << 20, len(data), len(data) + 5):
+        expected = caches.content_digest(data[: limit + 1])
+        assert fs.digest_stat(target, limit)[1] == expected, limit
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_planted_sparse_terabyte_costs_a_miss_not_a_read(
+    tmp_path: Path, eager: bool, checked: bool
+) -> None:
+    """A copied directory's file replaced by a sparse terabyte (free to make): the bytes
+    compared with the digest recorded are at most its recorded size and a byte."""
+    target = tmp_path / "summary.json"
+    target.write_bytes(b'{"cells": 1}')
+    sidecar = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    digest = caches.content_digest(b'{"cells": 1}')
+    sidecar.record("summary.json", caches.stat_of(target), "v", digest)
+    target.unlink()
+    with open(target, "wb") as handle:
+        handle.truncate(1 << 40)
+    check = (lambda data: True) if checked else None
+    started = time.monotonic()
+    assert sidecar.recall("summary.json", target, check=check, eager=eager) is caches.MISS
+    assert time.monotonic() - started < 5  # (reading the terabyte: minutes)
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_link_to_the_vouched_file_is_not_vouched_for(
+    tmp_path: Path, eager: bool, checked: bool
+) -> None:
+    """A symlink planted in a file's place, to the very file its entry vouched for (the
+    stat it would follow to matches): both paths say MISS, never read through it."""
+    original = tmp_path / "kept.json"
+    original.write_bytes(b"{}")
+    sidecar = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    sidecar.record("plan.json", caches.stat_of(original), "v", caches.content_digest(b"{}"))
+    (tmp_path / "plan.json").symlink_to(original)
+    check = (lambda data: True) if checked else None
+    assert sidecar.recall("plan.json", tmp_path / "plan.json", check=check, eager=eager) is (
+        caches.MISS
+    )
 
 
 def test_a_sidecar_written_under_another_key_is_ignored(tmp_path: Path) -> None:

@@ -55,10 +55,13 @@ def stat_key(info: os.stat_result) -> list[int]:
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
 
-def stat_of(path: Path | str, dir_fd: int | None = None) -> os.stat_result | None:
-    """A file's stat (`path` relative to `dir_fd` when given), None when it is missing."""
+def stat_of(
+    path: Path | str, dir_fd: int | None = None, *, follow: bool = True
+) -> os.stat_result | None:
+    """A file's stat (`path` relative to `dir_fd` when given; of a symlink itself when not
+    `follow`), None when it is missing."""
     try:
-        return os.stat(path, dir_fd=dir_fd)
+        return os.stat(path, dir_fd=dir_fd, follow_symlinks=follow)
     except OSError:
         return None
 
@@ -204,13 +207,17 @@ class Sidecar:
         the open file, before its bytes are read.
 
         Without `check`, only the digest of the bytes is wanted: they are read a piece at a
-        time (`fs.digest_stat`), never held whole (a 100,000-cell plan.json is 47 MB)."""
+        time (`fs.digest_stat`), never held whole (a 100,000-cell plan.json is 47 MB). No
+        more is read than the size recorded and a byte (a planted sparse terabyte costs
+        that), and a symlink in the file's place is never vouched for, even by the stat
+        of what it points to: both paths give the same answers."""
         info: os.stat_result | None
         if check is None:
             return self._recall_digest(name, path, dir_fd, eager)
+        limit = self._size(name)
         if eager and name in self.entries:
             try:
-                info, data = fs.read_stat(path, dir_fd=dir_fd)
+                info, data = fs.read_stat(path, limit, dir_fd=dir_fd)
             except OSError:
                 return MISS
             value = self.fresh(name, info)
@@ -219,12 +226,12 @@ class Sidecar:
             if value is not MISS and not check(data):
                 return MISS
             return value
-        info = stat_of(path, dir_fd)
+        info = stat_of(path, dir_fd, follow=False)
         value = self.fresh(name, info)
         if value is MISS and (info is None or self.digest(name) is None):
             return MISS
         try:
-            data = fs.read_regular(path, dir_fd=dir_fd)
+            data = fs.read_regular(path, limit, dir_fd=dir_fd)
         except OSError:
             return MISS
         if value is MISS:
@@ -237,16 +244,23 @@ class Sidecar:
         """`recall` without a check: the stat, else the digest of the bytes read in pieces
         (the stat vouched under is the open file's, taken before they are read)."""
         if not eager or name not in self.entries:
-            info = stat_of(path, dir_fd)
+            info = stat_of(path, dir_fd, follow=False)
             value = self.fresh(name, info)
             if value is not MISS or info is None or self.digest(name) is None:
                 return value
         try:
-            info, digest = fs.digest_stat(path, dir_fd=dir_fd)
+            info, digest = fs.digest_stat(path, self._size(name), dir_fd=dir_fd)
         except OSError:
             return MISS
         value = self.fresh(name, info)
         return self.same_digest(name, info, digest) if value is MISS else value
+
+    def _size(self, name: str) -> int | None:
+        """The size recorded for `name` (what its bytes can match at most), if any."""
+        entry = self.entries.get(name)
+        if type(entry) is list and entry and type(entry[0]) is int and entry[0] >= 0:
+            return entry[0]
+        return None
 
     def record(
         self, name: str, info: os.stat_result | None, value: Any, digest: str | None = None
