@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -111,8 +112,177 @@ def test_a_sidecar_is_written_in_pieces_as_one_document(tmp_path: Path, count: i
         sidecar.record(f"n{index}", info, [index, "value"], "digest")
     sidecar.save()
     doc = json.loads((tmp_path / ".cache.json").read_text())
-    assert doc == {"key": "k1", "meta": {"cells": [1, 2]}, "entries": sidecar.entries}
-    assert caches.Sidecar(tmp_path / ".cache.json", "k1").entries == sidecar.entries
+    meta = {"cells": [1, 2]}
+    assert doc == {"key": "k1", "meta": meta, "stamp": sidecar.stamp, "entries": sidecar.entries}
+    again = caches.Sidecar(tmp_path / ".cache.json", "k1")
+    assert again.entries == sidecar.entries and again.meta == meta
+    assert all(again.fresh(f"n{index}", info) == [index, "value"] for index in range(count))
+
+
+def test_new_stats_of_the_same_bytes_rewrite_only_the_stats(tmp_path: Path) -> None:
+    """A copied directory's files all have new stats and the same bytes: the values (a
+    hundred megabytes at 100,000 cells) are left as written, only NAME.stats changes."""
+    target = tmp_path / "file.txt"
+    target.write_bytes(b"accepted")
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k1")
+    sidecar.record("file.txt", caches.stat_of(target), "v", caches.content_digest(b"accepted"))
+    sidecar.save()
+    values = (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_ino)
+    shutil.copy(target, tmp_path / "copy")
+    os.replace(tmp_path / "copy", target)  # the same bytes, a new inode
+    copied = caches.Sidecar(path, "k1")
+    assert copied.fresh_file("file.txt", target) is caches.MISS
+    assert copied.recall("file.txt", target) == "v"
+    assert copied.changed and not copied.altered
+    copied.save()
+    assert (path.read_bytes(), path.stat().st_mtime_ns, path.stat().st_ino) == values
+    assert caches.Sidecar(path, "k1").fresh_file("file.txt", target) == "v"
+
+
+def test_stats_written_with_other_values_vouch_for_nothing(tmp_path: Path) -> None:
+    """Stats lost, or left from another write of the values (their stamps differ): every
+    entry misses, and the rows given out after cannot make an old entry's row stand for
+    another file. The attack: with the stats lost, `a` is replaced by a hard link to `b`
+    (same size, other bytes) and `b` recorded again; had `b` been given `a`'s old row,
+    `a` would be vouched for with its old value by `b`'s stat."""
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_bytes(b"accepted")
+    b.write_bytes(b"rejected")
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k1")
+    sidecar.record("a", caches.stat_of(a), "A")
+    sidecar.record("b", caches.stat_of(b), "B")
+    sidecar.meta["seen"] = 1
+    sidecar.save()
+    old_stats = caches.stats_path(path).read_bytes()
+    sidecar.record("b", caches.stat_of(b), "B2")  # another value: new values, new stamp
+    sidecar.meta["seen"] = 2
+    sidecar.save()
+    caches.stats_path(path).write_bytes(old_stats)
+    stale = caches.Sidecar(path, "k1")
+    assert stale.fresh_file("a", a) is caches.MISS and stale.fresh_file("b", b) is caches.MISS
+    assert stale.meta == {"seen": 2}  # the values' own (the newest stats' would say so too)
+    caches.stats_path(path).unlink()
+    lost = caches.Sidecar(path, "k1")
+    assert lost.fresh_file("a", a) is caches.MISS
+    a.unlink()
+    os.link(b, a)
+    lost.record("b", caches.stat_of(b), "B2")
+    assert lost.fresh_file("b", b) == "B2"
+    assert lost.fresh_file("a", a) is caches.MISS
+    lost.save()
+    again = caches.Sidecar(path, "k1")
+    assert again.fresh_file("a", a) is caches.MISS and again.fresh_file("b", b) == "B2"
+
+
+def test_the_stats_meta_is_the_newest(tmp_path: Path) -> None:
+    """`copied` remembers a folder in the stats' meta (a copied directory writes no
+    values); without those stats the values' meta, as it was when they were written,
+    stands in."""
+    folder = tmp_path / "cells"
+    folder.mkdir()
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k1")
+    sidecar.record("x", caches.stat_of(tmp_path), 1)
+    assert not sidecar.copied("cells", caches.stat_of(folder))
+    sidecar.save()
+    first = caches.Sidecar(path, "k1").meta
+    shutil.move(folder, tmp_path / "aside")
+    folder.mkdir()
+    moved = caches.Sidecar(path, "k1")
+    assert moved.copied("cells", caches.stat_of(folder)) and not moved.altered
+    moved.save()
+    assert not caches.Sidecar(path, "k1").copied("cells", caches.stat_of(folder))
+    caches.stats_path(path).unlink()
+    assert caches.Sidecar(path, "k1").meta == first
+
+
+def stat_like(size: int, mtime_ns: int, ctime_ns: int, ino: int) -> Any:
+    return SimpleNamespace(st_size=size, st_mtime_ns=mtime_ns, st_ctime_ns=ctime_ns, st_ino=ino)
+
+
+def test_any_inode_and_time_a_stat_may_hold(tmp_path: Path) -> None:
+    """Inodes past 2**63 (overlayfs's high bits) are kept and matched; a time that does
+    not fit 64 bits (past the year 2262) is never vouched for, and costs no traceback."""
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k1")
+    odd = {
+        "huge inode": stat_like(5, 1, 2, (1 << 64) - 7),
+        "half": stat_like(5, 1, 2, 1 << 63),
+        "before 1970": stat_like(5, -(10**18), -1, 3),
+    }
+    for name, info in odd.items():
+        sidecar.record(name, info, name)
+    sidecar.record("far future", stat_like(5, 1 << 63, 2, 4), "x")
+    sidecar.record("small", stat_like(5, 1, 2, 4), "y")
+    sidecar.save()
+    again = caches.Sidecar(path, "k1")
+    for name, info in odd.items():
+        assert again.fresh(name, info) == name
+    assert again.fresh("huge inode", stat_like(5, 1, 2, (1 << 63) - 7)) is caches.MISS
+    assert again.fresh("far future", stat_like(5, 1 << 63, 2, 4)) is caches.MISS
+    assert again.fresh("small", stat_like(5, 1, 2, 4 + (1 << 64))) is caches.MISS
+    assert again.fresh("small", stat_like(5, 1, 2, 4)) == "y"
+    # the same bytes under a stat whose time does not fit: their value, not vouched for
+    again.record("kept", stat_like(5, 1, 2, 9), "z", "digest")
+    assert again.same_digest("kept", stat_like(5, 1 << 63, 2, 9), "digest") == "z"
+    assert "kept" not in again.entries
+    again.record("kept", stat_like(5, 1, 2, 9), "z", "digest")
+    assert again.same_digest("kept", stat_like(5, 3, 4, (1 << 64) - 1), "digest") == "z"
+    assert again.fresh("kept", stat_like(5, 3, 4, (1 << 64) - 1)) == "z"
+
+
+def test_forgotten_entries_leave_no_stats_behind(tmp_path: Path) -> None:
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k1")
+    infos = {f"n{index}": stat_like(index, index, index, index) for index in range(10)}
+    for name, info in infos.items():
+        sidecar.record(name, info, name)
+    sidecar.keep_only({"n3", "n7"})
+    sidecar.save()
+    again = caches.Sidecar(path, "k1")
+    assert len(again.stats) == 6
+    assert [again.fresh(name, infos[name]) for name in ("n3", "n7")] == ["n3", "n7"]
+
+
+@pytest.mark.parametrize(
+    "stats",
+    [
+        b"not json",
+        b'{"key": "other", "stamp": "S", "stats": ""}',
+        b'{"key": "k1", "stamp": "S", "stats": "not base64!"}',
+        b'{"key": "k1", "stamp": "S", "stats": "AAAA"}',  # 3 bytes: no whole row
+        b'{"key": "k1", "stamp": "S", "stats": 7}',
+        b'{"key": "k1", "stamp": "S"}',
+        b"[]",
+    ],
+)
+def test_garbage_stats_vouch_for_nothing(tmp_path: Path, stats: bytes) -> None:
+    target = tmp_path / "file.txt"
+    target.write_bytes(b"x")
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k1")
+    sidecar.record("file.txt", caches.stat_of(target), 1)
+    sidecar.save()
+    assert sidecar.stamp is not None
+    caches.stats_path(path).write_bytes(stats.replace(b'"S"', json.dumps(sidecar.stamp).encode()))
+    again = caches.Sidecar(path, "k1")
+    assert again.fresh_file("file.txt", target) is caches.MISS
+    again.record("file.txt", caches.stat_of(target), 1)
+    again.save()
+    assert caches.Sidecar(path, "k1").fresh_file("file.txt", target) == 1
+
+
+def test_a_table_has_no_stats(tmp_path: Path) -> None:
+    path = tmp_path / ".rows.json"
+    table = caches.Table(path, "k1")
+    table.entries["cell"] = ["stamp", [1, 2]]
+    table.changed = True
+    table.save()
+    assert caches.Table(path, "k1").entries == {"cell": ["stamp", [1, 2]]}
+    assert caches.Table(path, "k2").entries == {}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rows.json"]
 
 
 def test_read_stat_reads_a_file_once_with_its_stat(tmp_path: Path) -> None:
@@ -386,7 +556,7 @@ def test_caches_of_the_wrong_type_are_rebuilt(project: Project) -> None:
     assert (done.returncode, done.stderr.count("ignoring the cache")) == (1, 0)
     for name in CACHE_FILES:
         assert json.loads((project.out / name).read_text())["key"].startswith(sources.code_digest())
-    assert len(list((project.out / ".export-state").iterdir())) == 1
+    assert len(list((project.out / ".export-state").glob("*.json"))) == 1
 
 
 def test_garbage_caches_are_rebuilt(project: Project) -> None:
@@ -394,7 +564,10 @@ def test_garbage_caches_are_rebuilt(project: Project) -> None:
     assert project.doit().returncode == 1
     assert project.doit().returncode == 1
     paths = [project.out / name for name in CACHE_FILES]
+    # each sidecar's stats (the report's rows have none), the export's values and stats
+    paths += [caches.stats_path(path) for path in paths if path.name != ".report-rows.json"]
     paths += list((project.out / ".export-state").iterdir())
+    assert len(set(paths)) == len(paths) == 2 * len(CACHE_FILES) - 1 + 2
     for path in paths:
         path.write_text('{"key": 1, "entries": {"x": [[1, 2, 3, 4], 5]}}')
     done = project.doit()
@@ -459,7 +632,7 @@ def test_a_changed_source_file_reaches_every_cache(project: Project, tmp_path: P
     assert done.returncode == 1, done.stderr
     for name in CACHE_FILES:
         assert json.loads((project.out / name).read_text())["key"].startswith(new), name
-    (state,) = (project.out / ".export-state").iterdir()
+    (state,) = (project.out / ".export-state").glob("*.json")
     assert json.loads(state.read_text())["key"].startswith(new)
     assert "<title>Changed renderer: " in (project.out / "report" / "index.html").read_text()
     # the input cache: the manifest and roster are validated again by the new code

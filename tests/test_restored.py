@@ -19,6 +19,7 @@ import pytest
 from conftest import BATTERY_STATES, Project
 
 from brigade.core.projection import find_leaks_in_text, make_secrets
+from brigade.outdir import caches
 from brigade.outdir.export import clean_here
 from brigade.report.pages import case_page, cell_page, shard_width
 
@@ -168,17 +169,40 @@ def test_a_moved_report_holding_its_new_path_is_checked_again(finished_battery: 
     assert str(moved) not in (moved / "report" / "index.html").read_text()
 
 
+def cache_values(out: Path) -> dict[str, tuple[bytes, int]]:
+    """The bytes and mtime_ns of every cache's values (each sidecar's NAME.json, whose
+    stats are in NAME.stats beside it), by name."""
+    paths = [*out.glob(".*.json"), *(out / ".export-state").glob("*.json")]
+    return {
+        str(path.relative_to(out)): (path.read_bytes(), path.stat().st_mtime_ns) for path in paths
+    }
+
+
 def test_a_copy_is_warm_again_after_one_run(finished_battery: Project) -> None:
     """The run after a copy records the new stats of every file whose bytes vouched for it
-    (plan.json's index and summary.json's key too): the next run reads neither again."""
+    (plan.json's index and summary.json's key too): the next run reads neither again. Only
+    the caches' stats are written: their values (a hundred megabytes at 100,000 cells)
+    are the same and left as they are."""
     settled(finished_battery)
     restore_copy(finished_battery)
-    assert finished_battery.run().returncode == 3
     out = finished_battery.out
+    values = cache_values(out)
+    assert len(values) == 7  # plan, receipt, output, report state and rows, summary, export
+    stats = {name: (out / name).stat().st_mtime_ns for name in values}
+    assert finished_battery.run().returncode == 3
+    assert cache_values(out) == values
+    assert all(
+        (out / name).with_suffix(".stats").stat().st_mtime_ns != mtime
+        for name, mtime in stats.items()
+        if name != ".report-rows.json"  # (rows vouch for no file)
+    )
     for sidecar, name in ((".plan-index.json", "plan.json"), (".summary-key.json", "summary.json")):
-        entry = json.loads((out / sidecar).read_text())["entries"][name]
-        info = (out / name).stat()
-        assert entry[:4] == [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+        again = caches.Sidecar(out / sidecar, caches.cache_key())
+        assert again.fresh(name, (out / name).stat()) is not caches.MISS
+    every = [*out.glob(".*.json"), *out.glob(".*.stats"), *(out / ".export-state").iterdir()]
+    written = {path: path.stat().st_mtime_ns for path in every}
+    assert finished_battery.run().returncode == 3
+    assert {path: path.stat().st_mtime_ns for path in every} == written  # warm: none
 
 
 def test_the_moved_check_answers_as_the_full_check() -> None:

@@ -6,6 +6,8 @@ import json
 
 from conftest import BATTERY, FAKE_CLI, Project
 
+from brigade.outdir import caches
+
 CASES = BATTERY
 
 
@@ -202,7 +204,7 @@ def test_plan_index_keeps_cell_ids_but_is_never_trusted_blindly(project: Project
     finished(project)
     index_path = project.out / ".plan-index.json"
     sidecar = json.loads(index_path.read_text())
-    index = sidecar["entries"]["plan.json"][4]
+    index = sidecar["entries"]["plan.json"][caches.VALUE]
     plan = json.loads((project.out / "plan.json").read_text())
     assert [pair[0] for pair in index["ids"]] == [c["cell_id"] for c in plan["cells"]]
     # a corrupted id list does not add up to the recorded key: the cells are hashed again
@@ -212,13 +214,13 @@ def test_plan_index_keeps_cell_ids_but_is_never_trusted_blindly(project: Project
     assert project.launches() == 5
     assert json.loads((project.out / "plan.json").read_text()) == plan
     # an index without ids is rebuilt once
-    sidecar["entries"]["plan.json"][4] = {
+    sidecar["entries"]["plan.json"][caches.VALUE] = {
         k: v for k, v in index.items() if k not in ("ids", "inputs")
     }
     index_path.write_text(json.dumps(sidecar))
     assert project.doit().returncode == 3
     assert project.launches() == 5
-    rebuilt = json.loads(index_path.read_text())["entries"]["plan.json"][4]
+    rebuilt = json.loads(index_path.read_text())["entries"]["plan.json"][caches.VALUE]
     assert rebuilt["ids"][0][0] == plan["cells"][0]["cell_id"]
 
 
@@ -257,5 +259,5 @@ def test_temp_files_of_interrupted_writes_are_cleaned_up(project: Project) -> No
     # only the crashed cell's folders, the top folder and the export are swept, and
     # only names an atomic write makes (.<name>.<8 random characters>.tmp)
     assert all(p.exists() for p in kept)
-    state = json.loads(next((project.out / ".export-state").iterdir()).read_text())
+    state = json.loads(next((project.out / ".export-state").glob("*.json")).read_text())
     assert not [name for name in state["entries"] if name.endswith(".tmp")]

@@ -126,7 +126,7 @@ def test_an_export_file_edited_in_place_is_exported_again(project: Project) -> N
     project.write_manifest([{"id": "a", "prompt": "answer: secret a"}])
     assert project.doit().returncode == 0
     assert sorted(p.name for p in cells.iterdir()) == [exported.name]
-    state = json.loads(next((project.out / ".export-state").iterdir()).read_text())
+    state = json.loads(next((project.out / ".export-state").glob("*.json")).read_text())
     assert sorted(state["entries"]) == [
         ".brigade-export.json",
         "cells/" + exported.name,

@@ -77,7 +77,7 @@ def test_the_receipt_index_vouches_only_for_unchanged_files(finished_battery: Pr
     sidecar = json.loads(index_path.read_text())
     cell_id = finished_battery.receipt("ok:agent:1")["cell_id"]
     entry = sidecar["entries"][cell_id]
-    entry[4][1] = "rejected"  # what the index claims; cell.json still says accepted
+    entry[caches.VALUE][1] = "rejected"  # what the index claims; cell.json still says accepted
     index_path.write_text(json.dumps(sidecar))
     assert scanned(finished_battery)[0].recorded[cell_id].state == "rejected"  # stat unchanged
     edit_receipt(finished_battery, "ok:agent:1")  # rewritten (other bytes, same fields)
@@ -97,9 +97,9 @@ def test_a_warm_scan_holds_each_digest_once(finished_battery: Project) -> None:
     for cell_id in ids.values():
         view = found.recorded[cell_id]
         assert view is not None and view.digest is not None
-        assert found.receipts.entries[cell_id][5] is view.digest
+        assert found.receipts.entries[cell_id][caches.DIGEST] is view.digest
         if view.output_digest and cell_id in found.outputs.entries:
-            assert found.outputs.entries[cell_id][4] is view.output_digest
+            assert found.outputs.entries[cell_id][caches.VALUE] is view.output_digest
             checked += 1
     assert checked
 

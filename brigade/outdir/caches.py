@@ -1,11 +1,24 @@
 """The output directory's caches: sidecar files that only save time and whose keys cannot lie.
 
 Every cache (`.plan-index.json`, `.receipt-index.json`, `.output-index.json`,
-`.export-state/`, `.report-state.json`, `.summary-key.json`) is a `Sidecar`:
-a JSON object `{"key": ..., "entries": {name: [size, mtime_ns, ctime_ns, inode,
-value]}}` (one flat list per entry: a resume of 100,000 cells holds three
-such maps). `.report-rows.json` is one too, its entries vouching for no file:
-each is a report row kept under its cell's stamp (`report/build.Rows`).
+`.export-state/`, `.report-state.json`, `.summary-key.json`) is a `Sidecar`: two
+files, the values and the stats of the files they vouch for.
+
+- `NAME.json`, the values: `{"key": ..., "meta": ..., "stamp": ..., "entries":
+  {name: [row, size, value, digest]}}`, one flat list per entry (a resume of 100,000
+  cells holds three such maps; the digest is optional). Written only when an entry's
+  value, digest or size, or the set of names, changed.
+- `NAME.stats`, the stats: `{"key": ..., "stamp": ..., "meta": ..., "stats": base64}`,
+  for each entry's `row` three signed 64-bit integers (mtime_ns, ctime_ns, inode) at
+  `3 * row` in one little-endian array. It belongs to the values written under the
+  same `stamp` (a random token made at each write of the values); any other stats
+  file is ignored, and every entry then misses its stat. A copied or restored
+  directory (every stat new, every byte the same) rewrites only this file: a few
+  megabytes at 100,000 cells where the values are a hundred. Its `meta` is the
+  newest; the values' own (written with them) stands in when it is ignored.
+
+`.report-rows.json` is a `Table`, the values without stats: each entry a report row
+kept under its cell's stamp (`report/build.Rows`), vouching for no file.
 
 - The key is brigade's code digest (every source and schema file) plus what
   the cache's answers depend on besides (secrets, the export's destination):
@@ -27,11 +40,13 @@ each is a report row kept under its cell's stamp (`report/build.Rows`).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
 import os
 import sys
+from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -95,57 +110,126 @@ def _warn(path: Path, problem: str) -> None:
         )
 
 
-class Sidecar:
-    """One cache file: entries that each vouch for a file while its stat is unchanged."""
+class Table:
+    """One cache file of entries (`{"key": ..., "meta": ..., "entries": {...}}`), ignored
+    as a whole when written under another key; what an entry holds is its user's."""
 
-    __slots__ = ("path", "key", "entries", "changed", "altered", "meta")
+    __slots__ = ("path", "key", "entries", "changed", "meta")
 
     def __init__(self, path: Path, key: str, *, load: bool = True) -> None:
-        """The sidecar at `path` when it was written under `key` (`load=False`: start empty)."""
+        """The table at `path` when it was written under `key` (`load=False`: start empty)."""
+        self.path = path
+        self.key = key
+        self.changed = False  # anything to save
+        self.entries: dict[str, Any] = {}
+        # what the whole cache was written under besides its key (the receipt index: the
+        # output directory's path); saved with it
+        self.meta: dict[str, Any] = {}
+        if load:
+            doc = _load(path, key)
+            if doc is not None and type(doc.get("entries")) is dict:
+                self.entries = doc["entries"]
+                meta = doc.get("meta")
+                self.meta = meta if type(meta) is dict else {}
+
+    def save(self, default: Callable[[Any], Any] | None = None) -> None:
+        """Write the table when it changed (atomic, no fsync: it is only a cache)."""
+        head, entries = self._head(), self.entries
+        if self.changed and _write(self.path, lambda: _encoded(head, entries, default)):
+            self.changed = False
+
+    def _head(self) -> dict[str, Any]:
+        head: dict[str, Any] = {"key": self.key}
+        if self.meta:
+            head["meta"] = self.meta
+        return head
+
+
+# an entry's fields: [row, size, value] or [row, size, value, digest]; `row` places the
+# stats of its file (mtime_ns, ctime_ns, inode) at 3 * row of the stats array
+ROW, SIZE, VALUE, DIGEST = 0, 1, 2, 3
+# an inode past 2**63 is kept as its two's complement
+_HALF, _WRAP = 1 << 63, 1 << 64
+
+
+class Sidecar(Table):
+    """One cache: entries that each vouch for a file while its stat is unchanged."""
+
+    __slots__ = ("altered", "stamp", "stats", "_dirty")
+
+    def __init__(self, path: Path, key: str, *, load: bool = True) -> None:
+        """The sidecar at `path` (and its stats beside it) when it was written under `key`
+        (`load=False`: start empty)."""
         self.path = path
         self.key = key
         self.changed = False  # anything to save
         # an entry's value or digest was new (not only a new stat for the same bytes)
         self.altered = False
+        self._dirty = False  # the values must be written (not only the stats)
         self.entries: dict[str, Any] = {}
-        # what the whole cache was written under besides its key (the receipt index: the
-        # output directory's path); saved with it
         self.meta: dict[str, Any] = {}
+        self.stamp: str | None = None  # of the values as written
+        self.stats = array("q")
         if not load:
             return
-        try:
-            # brigade's own cache, looked up by name: no depth scan on every no-op run. Its
-            # bytes are let go once decoded: a 100,000-cell index is 50 MB of them, and the
-            # parse would otherwise hold them, their text and the entries at once
-            text = fs.read_regular(path).decode("utf-8")
-            doc = jsontext.parse(text, limit=None, max_depth=None)
-            del text
-        except (FileNotFoundError, NotADirectoryError):
-            return  # no cache yet (or no output directory: its own check says so)
-        except (OSError, ValueError) as exc:
-            # a folder where the file should be, no permission, garbage: start empty
-            _warn(path, _problem(exc))
+        doc = _load(path, key)
+        if doc is None or type(doc.get("entries")) is not dict or type(doc.get("stamp")) is not str:
             return
-        if type(doc) is dict and doc.get("key") == key and type(doc.get("entries")) is dict:
-            self.entries = doc["entries"]
-            meta = doc.get("meta")
-            self.meta = meta if type(meta) is dict else {}
+        self.entries = doc["entries"]
+        self.stamp = doc["stamp"]
+        meta = doc.get("meta")
+        self.meta = meta if type(meta) is dict else {}
+        if not self._load_stats(key):
+            # stats lost (or another write's): no entry's row stands for anything, and a
+            # row given out from now on must not be one an entry still names
+            for entry in self.entries.values():
+                if type(entry) is list and entry:
+                    entry[0] = -1
+
+    def _load_stats(self, key: str) -> bool:
+        """Take the stats written with the values loaded (their stamp); False when there
+        are none."""
+        doc = _load(stats_path(self.path), key)
+        if doc is None or doc.get("stamp") != self.stamp:
+            return False
+        try:
+            packed = base64.b64decode(doc["stats"], validate=True)
+        except (KeyError, TypeError, ValueError):  # (binascii.Error is a ValueError)
+            return False
+        if len(packed) % 24:
+            return False  # not three 8-byte numbers a row: not what this code writes
+        self.stats.frombytes(packed)
+        if sys.byteorder == "big":
+            self.stats.byteswap()
+        meta = doc.get("meta")
+        self.meta = meta if type(meta) is dict else self.meta
+        return True
 
     def fresh(self, name: str, info: os.stat_result | None) -> Any:
         """The value recorded for `name` when `info` (its stat, taken before reading it)
         is the one recorded with it; MISS otherwise."""
-        # (inlined `matches`: a resume asks this once per cell)
+        # (inlined: a resume asks this once per cell)
         entry = self.entries.get(name)
         if (
             info is not None
             and type(entry) is list
-            and len(entry) > 4
-            and entry[0] == info.st_size
-            and entry[1] == info.st_mtime_ns
-            and entry[2] == info.st_ctime_ns
-            and entry[3] == info.st_ino
+            and len(entry) > 2
+            and entry[1] == info.st_size
+            and type(row := entry[0]) is int
+            and row >= 0
         ):
-            return entry[4]
+            at = 3 * row
+            stats = self.stats
+            if (
+                len(stats) >= at + 3
+                and stats[at] == info.st_mtime_ns
+                and stats[at + 1] == info.st_ctime_ns
+                and (
+                    stats[at + 2] == info.st_ino
+                    or (stats[at + 2] < 0 and stats[at + 2] + _WRAP == info.st_ino)
+                )
+            ):
+                return entry[2]
         return MISS
 
     def fresh_file(self, name: str, path: Path | str, dir_fd: int | None = None) -> Any:
@@ -155,8 +239,8 @@ class Sidecar:
     def digest(self, name: str) -> str | None:
         """The digest of the bytes recorded with `name`'s entry (None: none recorded)."""
         entry = self.entries.get(name)
-        if type(entry) is list and len(entry) == 6 and type(entry[5]) is str:
-            return entry[5]
+        if type(entry) is list and len(entry) == 4 and type(entry[3]) is str:
+            return entry[3]
         return None
 
     def same_content(self, name: str, info: os.stat_result | None, data: bytes) -> Any:
@@ -170,9 +254,22 @@ class Sidecar:
         recorded = self.digest(name)
         if info is None or recorded is None or digest != recorded:
             return MISS
-        value = self.entries[name][4]
-        self.record(name, info, value, recorded)
-        return value
+        entry = self.entries[name]
+        row = _row(entry, len(self.stats))
+        if row is None or entry[1] != info.st_size:
+            self.record(name, info, entry[2], recorded)
+            return entry[2]
+        # the same bytes (a copied file): its new stat in its row, nothing else changes
+        ino = info.st_ino if info.st_ino < _HALF else info.st_ino - _WRAP
+        try:
+            self.stats[3 * row : 3 * row + 3] = array(
+                "q", (info.st_mtime_ns, info.st_ctime_ns, ino)
+            )
+        except OverflowError:  # a time past the year 2262: the bytes hold, the stat is no key
+            self.forget(name)
+            return entry[2]
+        self.changed = True
+        return entry[2]
 
     def copied(self, label: str, info: os.stat_result | None) -> bool:
         """Whether the folder `label` (`info`: its stat now) is another folder than the one
@@ -258,8 +355,8 @@ class Sidecar:
     def _size(self, name: str) -> int | None:
         """The size recorded for `name` (what its bytes can match at most), if any."""
         entry = self.entries.get(name)
-        if type(entry) is list and entry and type(entry[0]) is int and entry[0] >= 0:
-            return entry[0]
+        if type(entry) is list and len(entry) > 2 and type(entry[1]) is int and entry[1] >= 0:
+            return entry[1]
         return None
 
     def record(
@@ -271,28 +368,42 @@ class Sidecar:
         if info is None:
             self.forget(name)
             return
-        entry = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, value]
-        if digest is not None:
-            entry.append(digest)
+        ino = info.st_ino if info.st_ino < _HALF else info.st_ino - _WRAP
+        stat = (info.st_mtime_ns, info.st_ctime_ns, ino)
+        tail = [info.st_size, value] if digest is None else [info.st_size, value, digest]
         old = self.entries.get(name)
-        if type(old) is not list or old[4:] != entry[4:]:
+        row = _row(old, len(self.stats))
+        kept = row is not None  # the stats' row of the old entry, if it has one
+        stats = self.stats
+        try:
+            if row is None:
+                row = len(stats) // 3
+                stats.extend(array("q", stat))
+            elif (stats[3 * row], stats[3 * row + 1], stats[3 * row + 2]) != stat:
+                stats[3 * row : 3 * row + 3] = array("q", stat)
+                self.changed = True
+        except OverflowError:  # a time past the year 2262: never vouched for
+            self.forget(name)
+            return
+        if kept and type(old) is list and old[1:] == tail:
+            return  # the same bytes (a new stat at most): the values stay as written
+        if type(old) is not list or old[2:] != tail[1:]:
             self.altered = True
-        if old != entry:
-            self.entries[name] = entry
-            self.changed = True
+        self.entries[name] = [row, *tail]
+        self.changed = self._dirty = True
 
     def parsed(self, name: str, value: Any, digest: str | None = None) -> None:
         """Keep a fresh entry's value in its parsed form (it saves as the same JSON); and
         `digest`, equal to the one recorded, in its place (one string held, not two)."""
         entry = self.entries[name]
-        entry[4] = value
-        if digest is not None and len(entry) == 6 and entry[5] == digest:
-            entry[5] = digest
+        entry[2] = value
+        if digest is not None and len(entry) == 4 and entry[3] == digest:
+            entry[3] = digest
 
     def forget(self, name: str) -> None:
-        """Stop vouching for `name`."""
+        """Stop vouching for `name` (its stats stay unused until the values are written)."""
         if self.entries.pop(name, None) is not None:
-            self.changed = self.altered = True
+            self.changed = self.altered = self._dirty = True
 
     def keep_only(self, names: set[str]) -> None:
         """Forget every entry not in `names`."""
@@ -300,24 +411,96 @@ class Sidecar:
             self.forget(name)
 
     def save(self, default: Callable[[Any], Any] | None = None) -> None:
-        """Write the sidecar when it changed (atomic, no fsync: it is only a cache)."""
+        """Write what changed (atomic, no fsync: it is only a cache): the values when an
+        entry's value, digest or size, or the names, did (under a new stamp), and the
+        stats."""
         if not self.changed:
             return
-        head: dict[str, Any] = {"key": self.key}
+        if self._dirty or self.stamp is None:
+            self._pack()
+            stamp = os.urandom(16).hex()
+            head, entries = {**self._head(), "stamp": stamp}, self.entries
+            if not _write(self.path, lambda: _encoded(head, entries, default)):
+                return
+            self.stamp = stamp
+            self._dirty = False
+        stats = self.stats
+        if sys.byteorder == "big":
+            stats = array("q", stats)
+            stats.byteswap()
+        doc: dict[str, Any] = {"key": self.key, "stamp": self.stamp}
         if self.meta:
-            head["meta"] = self.meta
-        try:
-            try:
-                fs.atomic_write(self.path, _encoded(head, self.entries, default), durable=False)
-            except IsADirectoryError:
-                # an empty folder in the cache's place holds nothing: it goes (one with
-                # anything in it is not ours to delete, and stays)
-                os.rmdir(self.path)
-                fs.atomic_write(self.path, _encoded(head, self.entries, default), durable=False)
-        except OSError as exc:
-            _warn(self.path, f"cannot write it: {_problem(exc)}")
+            doc["meta"] = self.meta
+        doc["stats"] = base64.b64encode(stats.tobytes()).decode("ascii")
+        if _write(stats_path(self.path), lambda: json.dumps(doc).encode()):
+            self.changed = False
+
+    def _pack(self) -> None:
+        """Renumber the rows in the entries' order when any stats may be no entry's (a
+        forgotten file's): the stats array holds no more rows than the entries."""
+        if len(self.stats) == 3 * len(self.entries):
             return
-        self.changed = False
+        packed = array("q")
+        for entry in self.entries.values():
+            row = _row(entry, len(self.stats))
+            if row is not None:
+                entry[0] = len(packed) // 3
+                packed.extend(self.stats[3 * row : 3 * row + 3])
+            elif type(entry) is list and entry:
+                entry[0] = -1  # (its stats lost: it misses until recorded again)
+        self.stats = packed
+
+
+def stats_path(path: Path) -> Path:
+    """Where the stats of the sidecar at `path` are (`NAME.json` -> `NAME.stats`)."""
+    return path.with_suffix(".stats")
+
+
+def _row(entry: Any, length: int) -> int | None:
+    """An entry's row when it is a well-formed entry whose stats are within `length`."""
+    if type(entry) is list and len(entry) > 2 and type(entry[0]) is int:
+        row = entry[0]
+        if 0 <= row and 3 * row + 3 <= length:
+            return row
+    return None
+
+
+def _load(path: Path, key: str) -> dict[str, Any] | None:
+    """The JSON object at `path` when it was written under `key`; None when it is missing,
+    another key's, or garbage (one line on stderr)."""
+    try:
+        # brigade's own cache, looked up by name: no depth scan on every no-op run. Its
+        # bytes are let go once decoded: a 100,000-cell index is 50 MB of them, and the
+        # parse would otherwise hold them, their text and the entries at once
+        text = fs.read_regular(path).decode("utf-8")
+        doc = jsontext.parse(text, limit=None, max_depth=None)
+        del text
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # no cache yet (or no output directory: its own check says so)
+    except (OSError, ValueError) as exc:
+        # a folder where the file should be, no permission, garbage: start empty
+        _warn(path, _problem(exc))
+        return None
+    if type(doc) is dict and doc.get("key") == key:
+        return doc
+    return None
+
+
+def _write(path: Path, make: Callable[[], bytes | BinaryIO]) -> bool:
+    """Write a cache file with what `make` makes (atomic, no fsync); one line on stderr and
+    False when it cannot be."""
+    try:
+        try:
+            fs.atomic_write(path, make(), durable=False)
+        except IsADirectoryError:
+            # an empty folder in the cache's place holds nothing: it goes (one with
+            # anything in it is not ours to delete, and stays)
+            os.rmdir(path)
+            fs.atomic_write(path, make(), durable=False)
+    except OSError as exc:
+        _warn(path, f"cannot write it: {_problem(exc)}")
+        return False
+    return True
 
 
 # entries encoded at a time: each piece is one call of the C encoder, and a 100,000-cell

@@ -165,7 +165,7 @@ class Rows:
         key = caches.cache_key(
             movable_digest(secrets, out), hashlib.sha256(prices.encode()).hexdigest()
         )
-        self.sidecar = caches.Sidecar(out / ROWS_FILE, key)
+        self.sidecar = caches.Table(out / ROWS_FILE, key)
         self.stamps = stamps
         self.seen: set[str] = set()
 
