@@ -22,7 +22,7 @@ from conftest import DODO, GRADED, REPO, Project
 
 from brigade import fs
 from brigade.inputs import sources
-from brigade.outdir import caches
+from brigade.outdir import caches, export
 
 CACHE_FILES = (
     ".plan-index.json",
@@ -174,6 +174,55 @@ def test_stats_written_with_other_values_vouch_for_nothing(tmp_path: Path) -> No
     lost.save()
     again = caches.Sidecar(path, "k1")
     assert again.fresh_file("a", a) is caches.MISS and again.fresh_file("b", b) == "B2"
+
+
+def lose_stats_in_a_failed_write(path: Path, stat_of_other: Any) -> None:
+    """A new value saved while the stats cannot be written (a crash between the two
+    writes, a full disk): the values are of a new stamp, the stats of the old one."""
+    sidecar = caches.Sidecar(path, "k1")
+    sidecar.record("c", stat_of_other, "C")
+    stats = caches.stats_path(path)
+    stats.unlink()
+    (stats / "x").mkdir(parents=True)  # a folder holding something: not ours to replace
+    sidecar.save()
+    shutil.rmtree(stats)
+
+
+@pytest.mark.parametrize("lose", ["deleted", "failed write"])
+@pytest.mark.parametrize("meta", ["copied", "moved"])
+def test_a_meta_only_save_after_lost_stats_writes_the_values_too(
+    tmp_path: Path, lose: str, meta: str
+) -> None:
+    """With the stats lost, a save whose only change is the meta (a copied cells folder,
+    a moved export) must not write stats alone under the values' stamp: they would pair
+    with entries naming rows they do not hold, the next row given out (to `b`) would be
+    `a`'s, and `a`, replaced by a hard link to `b` (same size, other bytes), would be
+    vouched for with its old value."""
+    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
+    a.write_bytes(b"accepted")
+    b.write_bytes(b"rejected")
+    c.write_bytes(b"c")
+    path = tmp_path / ".cache.json"
+    sidecar = caches.Sidecar(path, "k1")
+    sidecar.record("a", caches.stat_of(a), "A")
+    sidecar.record("b", caches.stat_of(b), "B")
+    sidecar.save()
+    if lose == "deleted":
+        caches.stats_path(path).unlink()
+    else:
+        lose_stats_in_a_failed_write(path, caches.stat_of(c))
+    lost = caches.Sidecar(path, "k1")
+    if meta == "copied":
+        lost.copied("cells", caches.stat_of(tmp_path))
+    else:
+        export.moved_secrets(lost, tmp_path)
+    lost.save()
+    again = caches.Sidecar(path, "k1")
+    a.unlink()
+    os.link(b, a)
+    again.record("b", caches.stat_of(b), "B")
+    again.save()
+    assert caches.Sidecar(path, "k1").fresh_file("a", a) is caches.MISS
 
 
 def test_the_stats_meta_is_the_newest(tmp_path: Path) -> None:

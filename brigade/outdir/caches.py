@@ -181,10 +181,14 @@ class Sidecar(Table):
         self.meta = meta if type(meta) is dict else {}
         if not self._load_stats(key):
             # stats lost (or another write's): no entry's row stands for anything, and a
-            # row given out from now on must not be one an entry still names
+            # row given out from now on must not be one an entry still names. The values
+            # are written again with the next save, whatever it saves: stats written alone
+            # under this stamp (a new meta only) would pair them with rows they name and
+            # do not hold, and a later row given out would stand for an old entry's file
             for entry in self.entries.values():
                 if type(entry) is list and entry:
                     entry[0] = -1
+            self._dirty = True
 
     def _load_stats(self, key: str) -> bool:
         """Take the stats written with the values loaded (their stamp); False when there
