@@ -140,21 +140,27 @@ def test_new_stats_of_the_same_bytes_rewrite_only_the_stats(tmp_path: Path) -> N
     assert caches.Sidecar(path, "k1").fresh_file("file.txt", target) == "v"
 
 
+def vouched_pair(a: Path, b: Path, path: Path, meta: dict[str, Any] | None = None) -> Any:
+    """Two files of the same size and other bytes, `a` and `b`, vouched for as "A" and
+    "B" by the sidecar at `path` (saved, with `meta`); the sidecar."""
+    a.write_bytes(b"accepted")
+    b.write_bytes(b"rejected")
+    sidecar = caches.Sidecar(path, "k1")
+    sidecar.record("a", caches.stat_of(a), "A")
+    sidecar.record("b", caches.stat_of(b), "B")
+    sidecar.meta.update(meta or {})
+    sidecar.save()
+    return sidecar
+
+
 def test_stats_written_with_other_values_vouch_for_nothing(tmp_path: Path) -> None:
     """Stats lost, or left from another write of the values (their stamps differ): every
     entry misses, and the rows given out after cannot make an old entry's row stand for
     another file. The attack: with the stats lost, `a` is replaced by a hard link to `b`
     (same size, other bytes) and `b` recorded again; had `b` been given `a`'s old row,
     `a` would be vouched for with its old value by `b`'s stat."""
-    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
-    a.write_bytes(b"accepted")
-    b.write_bytes(b"rejected")
-    path = tmp_path / ".cache.json"
-    sidecar = caches.Sidecar(path, "k1")
-    sidecar.record("a", caches.stat_of(a), "A")
-    sidecar.record("b", caches.stat_of(b), "B")
-    sidecar.meta["seen"] = 1
-    sidecar.save()
+    a, b, path = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / ".cache.json"
+    sidecar = vouched_pair(a, b, path, {"seen": 1})
     old_stats = caches.stats_path(path).read_bytes()
     sidecar.record("b", caches.stat_of(b), "B2")  # another value: new values, new stamp
     sidecar.meta["seen"] = 2
@@ -198,15 +204,10 @@ def test_a_meta_only_save_after_lost_stats_writes_the_values_too(
     with entries naming rows they do not hold, the next row given out (to `b`) would be
     `a`'s, and `a`, replaced by a hard link to `b` (same size, other bytes), would be
     vouched for with its old value."""
-    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
-    a.write_bytes(b"accepted")
-    b.write_bytes(b"rejected")
+    a, b, path = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / ".cache.json"
+    vouched_pair(a, b, path)
+    c = tmp_path / "c.txt"
     c.write_bytes(b"c")
-    path = tmp_path / ".cache.json"
-    sidecar = caches.Sidecar(path, "k1")
-    sidecar.record("a", caches.stat_of(a), "A")
-    sidecar.record("b", caches.stat_of(b), "B")
-    sidecar.save()
     if lose == "deleted":
         caches.stats_path(path).unlink()
     else:
