@@ -160,14 +160,10 @@ class Sidecar(Table):
     def __init__(self, path: Path, key: str, *, load: bool = True) -> None:
         """The sidecar at `path` (and its stats beside it) when it was written under `key`
         (`load=False`: start empty)."""
-        self.path = path
-        self.key = key
-        self.changed = False  # anything to save
+        super().__init__(path, key, load=False)
         # an entry's value or digest was new (not only a new stat for the same bytes)
         self.altered = False
         self._dirty = False  # the values must be written (not only the stats)
-        self.entries: dict[str, Any] = {}
-        self.meta: dict[str, Any] = {}
         self.stamp: str | None = None  # of the values as written
         self.stats = array("q")
         if not load:
@@ -264,11 +260,8 @@ class Sidecar(Table):
             self.record(name, info, entry[2], recorded)
             return entry[2]
         # the same bytes (a copied file): its new stat in its row, nothing else changes
-        ino = info.st_ino if info.st_ino < _HALF else info.st_ino - _WRAP
         try:
-            self.stats[3 * row : 3 * row + 3] = array(
-                "q", (info.st_mtime_ns, info.st_ctime_ns, ino)
-            )
+            self.stats[3 * row : 3 * row + 3] = array("q", _stat_row(info))
         except OverflowError:  # a time past the year 2262: the bytes hold, the stat is no key
             self.forget(name)
             return entry[2]
@@ -372,8 +365,7 @@ class Sidecar(Table):
         if info is None:
             self.forget(name)
             return
-        ino = info.st_ino if info.st_ino < _HALF else info.st_ino - _WRAP
-        stat = (info.st_mtime_ns, info.st_ctime_ns, ino)
+        stat = _stat_row(info)
         tail = [info.st_size, value] if digest is None else [info.st_size, value, digest]
         old = self.entries.get(name)
         row = _row(old, len(self.stats))
@@ -432,9 +424,7 @@ class Sidecar(Table):
         if sys.byteorder == "big":
             stats = array("q", stats)
             stats.byteswap()
-        doc: dict[str, Any] = {"key": self.key, "stamp": self.stamp}
-        if self.meta:
-            doc["meta"] = self.meta
+        doc = {**self._head(), "stamp": self.stamp}
         doc["stats"] = base64.b64encode(stats.tobytes()).decode("ascii")
         if _write(stats_path(self.path), lambda: json.dumps(doc).encode()):
             self.changed = False
@@ -458,6 +448,13 @@ class Sidecar(Table):
 def stats_path(path: Path) -> Path:
     """Where the stats of the sidecar at `path` are (`NAME.json` -> `NAME.stats`)."""
     return path.with_suffix(".stats")
+
+
+def _stat_row(info: os.stat_result) -> tuple[int, int, int]:
+    """What the stats array holds of a file's stat (an inode past 2**63 as its two's
+    complement); OverflowError from the array for a time that fits no 64 bits."""
+    ino = info.st_ino if info.st_ino < _HALF else info.st_ino - _WRAP
+    return (info.st_mtime_ns, info.st_ctime_ns, ino)
 
 
 def _row(entry: Any, length: int) -> int | None:
