@@ -533,6 +533,49 @@ def test_the_code_digest_covers_every_source_and_schema_file(tmp_path: Path) -> 
     assert digest_of(copy) not in (before, changed)
 
 
+def test_the_code_digest_covers_the_versions_of_the_libraries_brigade_runs_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache answers what brigade's code computed with its libraries (a pattern checked
+    by the regex engine, an input validated by jsonschema): another version of one is
+    another code."""
+    site = tmp_path / "site"
+    (site / "fakelib").mkdir(parents=True)
+    (site / "fakelib" / "__init__.py").write_text("")
+    (site / "Fake_Lib-1.0.dist-info").mkdir()
+    (site / "fake_lib_extra-3.0.dist-info").mkdir()  # another project's, not this one's
+    (site / "single.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(
+        sources,
+        "LIBRARIES",
+        (("fakelib", "fake-lib"), ("single", "single"), ("absent_here", "absent")),
+    )
+    assert sources.library_versions() == [
+        "fake-lib:Fake_Lib-1.0.dist-info",
+        f"single:{site / 'single.py'}",  # a module without metadata: its path
+        "absent:missing",
+    ]
+    before = digest_with_libraries(monkeypatch)
+    (site / "Fake_Lib-1.0.dist-info").rename(site / "fake_lib-1.1.dist-info")
+    assert sources.library_versions()[0] == "fake-lib:fake_lib-1.1.dist-info"
+    assert digest_with_libraries(monkeypatch) != before
+
+
+def digest_with_libraries(monkeypatch: pytest.MonkeyPatch) -> str:
+    sources.code_digest.cache_clear()
+    try:
+        return sources.code_digest()
+    finally:
+        sources.code_digest.cache_clear()
+
+
+def test_the_libraries_brigade_runs_on_are_found_installed() -> None:
+    found = dict(line.split(":", 1) for line in sources.library_versions())
+    assert set(found) == {distribution for _, distribution in sources.LIBRARIES}
+    assert all(value.endswith(".dist-info") for value in found.values()), found
+
+
 # -- end to end ------------------------------------------------------------------------
 
 

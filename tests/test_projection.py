@@ -35,7 +35,8 @@ from brigade.core.summary import build_summary
 from brigade.inputs import schemas
 from brigade.inputs.manifest import manifest_from_document
 from brigade.inputs.roster import roster_from_document
-from brigade.run.runner import RunContext, running_receipt
+from brigade.run.context import RunContext
+from brigade.run.runner import running_receipt
 
 PROMPT = "Summarise the design document in three bullet points."
 TOKEN = "tok-secret-123456"

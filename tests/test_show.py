@@ -19,7 +19,8 @@ from brigade.outdir.results import read_plan_document
 from brigade.report.detail import Attempt, CellRecord, Text
 from brigade.report.model import failed_checks, usage_text
 from brigade.report.show import cell_text, find_cell
-from brigade.run.runner import RunContext, running_receipt
+from brigade.run.context import RunContext
+from brigade.run.runner import running_receipt
 
 HELLO = [{"type": "exact_output", "expected": "hello"}]
 LINES = "import sys\nprint('\\n'.join(f'line {i}' for i in range(1, 61)))\n"

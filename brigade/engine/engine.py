@@ -67,8 +67,6 @@ from brigade.outdir.results import current_views, fault_kinds, kinds_text, summa
 from brigade.report.build import HTML_FILE, REPORT_DIR
 from brigade.report.finish import finish_run, leak_lines
 from brigade.run import proc
-from brigade.run.doctor import confinement_notes, missing_programs, refuse_required
-from brigade.run.runner import bring_up_to_date, build_workspace, regrade_if_needed
 
 if TYPE_CHECKING:
     from brigade.core.receipts import Receipt
@@ -209,6 +207,10 @@ class Engine:
         if self.cluster is not None:
             return
         seats = {t.cell.seat.name: t.cell.seat for t in self.chosen.own if t.action == "run"}
+        if not seats:
+            return
+        from brigade.run.doctor import missing_programs
+
         missing = missing_programs(seats.values(), self.loaded.inputs.workspace)
         if missing:
             listed = "; ".join(f"seat {seat} needs {program!r}" for seat, program in missing)
@@ -221,6 +223,10 @@ class Engine:
         """Before anything is written: a required sandbox that cannot run refuses the run
         (EnvironmentProblem); nothing is probed when no seat will launch. The warnings of
         seats left unconfined come with each seat's first launch (`launch_notes`)."""
+        if not self.scope.judging and not self.scope.launching:
+            return
+        from brigade.run.doctor import refuse_required
+
         override = self.loaded.inputs.options.sandbox
         # a judge seat runs here, wherever the seats run, when its cell is graded
         refuse_required(self.scope.judging.values(), override=override, what="judge seat")
@@ -228,6 +234,8 @@ class Engine:
             self._confinement(list(self.scope.launching.values()))
 
     def _confinement(self, seats: list[Any]) -> list[str]:
+        from brigade.run.doctor import confinement_notes
+
         session = self.loaded
         return confinement_notes(
             seats,
@@ -334,6 +342,8 @@ class Engine:
 
     def build_setup(self, cell: Cell) -> None:
         """Build the workspace of a cell's case (its files, its setup), saying what it did."""
+        from brigade.run.runner import build_workspace
+
         built, now = build_workspace(self.loaded.ctx, cell)
         if now and not built.ok:
             self._say(f"brigade: setup of {cell.case_id} failed: {built.detail}\n")
@@ -344,6 +354,8 @@ class Engine:
         handing = self._hand if hand and self.scheduler is not None else None
         cell = task.cell
         reuse = self.loaded.scan.reuse.get(cell.cell_id)
+        from brigade.run.runner import bring_up_to_date
+
         return bring_up_to_date(self.loaded.ctx, cell, reuse, task.forced, handing)
 
     def _hand(self, cell: Cell) -> None:
@@ -355,6 +367,8 @@ class Engine:
 
     def regrade(self, cell: Cell) -> str:
         """Verify a graded cell's stored output; re-grade a grader_error cell from it."""
+        from brigade.run.runner import regrade_if_needed
+
         return regrade_if_needed(self.loaded.ctx, cell)
 
     def drain(self) -> None:
@@ -375,6 +389,7 @@ class Engine:
         A run of chosen cells (rerun, task names) gets no further round; a subset by case,
         seat or trial gets the new cells it chooses."""
         from brigade.outdir.scan import reuse_index
+        from brigade.run.runner import bring_up_to_date
 
         choice, options = self.choice, self.loaded.inputs.options
         if self.session.counts is None or choice.named or choice.by_names or options.rerun:

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import gc
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -32,9 +33,8 @@ from brigade.outdir import lock, store
 from brigade.outdir.adaptive import trial_counts
 from brigade.outdir.planfile import PlanOnDisk, plan_against_disk, write_plan
 from brigade.outdir.scan import Scan, scan
-from brigade.run import graders
-from brigade.run.command_grader import battery_unseen
-from brigade.run.runner import RunContext, finish, run_cell, start_attempt
+from brigade.run.context import RunContext, battery_unseen
+from brigade.run.specchecks import spec_checks
 
 if TYPE_CHECKING:
     from brigade.core.receipts import Receipt
@@ -108,28 +108,25 @@ def load_inputs(
 def grader_warnings(manifest: Manifest, roster: Roster | None = None) -> list[str]:
     """One line per grader spec that will record grader_error when it runs (with the
     roster: also a judge grader naming a seat it does not have)."""
+    batteries = {id(case.graders): case.graders for case in manifest.cases}.values()
+    specs = {json.dumps(spec, sort_keys=True): spec for graders in batteries for spec in graders}
+    checks = spec_checks(specs)  # cases often share their graders: each checked once
     lines: list[str] = []
-    checked: dict[str, str | None] = {}  # cases often share their graders: check each once
     clean: set[int] = set()  # graders tuples (shared by cases) found without a problem
     for index, case in enumerate(manifest.cases):
         if id(case.graders) in clean:
             continue
         before = len(lines)
         for position, spec in enumerate(case.graders):
-            key = json.dumps(spec, sort_keys=True)
-            if key not in checked:
-                checked[key] = graders.spec_problem(spec) or _judge_problem(spec, roster)
-            problem = checked[key]
+            problem, warnings = checks[json.dumps(spec, sort_keys=True)]
+            problem = problem or _judge_problem(spec, roster)
+            where = f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]"
             if problem:
                 lines.append(
-                    f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]: {problem} "
-                    "— this grader will record grader_error until fixed"
+                    f"{where}: {problem} — this grader will record grader_error until fixed"
                 )
             else:
-                lines.extend(
-                    f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]: {warning}"
-                    for warning in graders.pattern_warnings(spec)
-                )
+                lines.extend(f"{where}: {warning}" for warning in warnings)
         if len(lines) == before:
             clean.add(id(case.graders))
     return lines
@@ -321,6 +318,8 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
 def remove_worktree_leftovers(out: Path) -> None:
     """Remove the worktrees a killed run of `out` left in their repositories (under the
     output directory's lock), saying how many."""
+    if not os.path.isdir(out / store.WORKTREE_LEDGER):
+        return  # no run left worktrees: the no-op path's one look
     from brigade.run import worktree
 
     removed = worktree.remove_leftovers(out)
@@ -407,6 +406,7 @@ def build_scheduler(session: Session, cluster: DaskExecutor | None = None) -> Sc
     """The scheduler of a run whose cells must run: caps from the roster and -n, seat runs
     in threads here, or submitted to the Dask cluster (with no overall cap: the workers'
     resources are the cap there)."""
+    from brigade.run.runner import finish, run_cell, start_attempt
     from brigade.run.schedule import Done, Executor, Job, Scheduler, Threads, limits_for
 
     ctx = session.ctx

@@ -1,17 +1,31 @@
 """brigade's own files: the schema files it ships and the digest of its code.
 
 Every cache that holds what brigade's code computed is keyed on `code_digest`,
-so an edited module or schema is never answered from an older one's cache.
+so an edited module or schema, or another version of a library brigade runs on,
+is never answered from an older one's cache.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]
+
+# the libraries whose answers brigade's caches hold (parsed and validated inputs, compiled
+# validators, patterns checked and searched, grades): (module, distribution)
+LIBRARIES = (
+    ("yaml", "pyyaml"),
+    ("jsonschema", "jsonschema"),
+    ("fastjsonschema", "fastjsonschema"),
+    ("regex", "regex"),
+    ("defusedxml", "defusedxml"),
+    ("ahocorasick", "pyahocorasick"),
+)
 
 
 @functools.cache
@@ -34,12 +48,14 @@ def schema_text(name: str) -> str:
 
 @functools.cache
 def code_digest() -> str:
-    """sha256 over brigade's sources and schema files, computed once per process.
+    """sha256 over brigade's sources and schema files and the versions of the libraries
+    it runs on (`library_versions`), computed once per process.
 
-    Reading its sixty-odd small files costs about a millisecond, so every
+    Reading its hundred-odd small files costs about a millisecond, so every
     no-op resume can afford it.
     """
     digest = hashlib.sha256()
+    digest.update("\0".join(library_versions()).encode() + b"\0")
     for folder, names, files in os.walk(PACKAGE):
         names[:] = sorted(name for name in names if name != "__pycache__")
         for name in sorted(files):
@@ -59,3 +75,45 @@ def _add(digest: hashlib._Hash, path: str, label: str) -> None:
     with open(path, "rb") as handle:
         data = handle.read()
     digest.update(f"{label}/{os.path.basename(path)}\0{len(data)}\0".encode() + data)
+
+
+def library_versions() -> list[str]:
+    """The installed metadata folder of each of `LIBRARIES` (`regex-2024.11.6.dist-info`:
+    its name carries the version), found beside the module without importing it; the
+    module's path when it has none (a source tree on the path), `name:missing` when the
+    module is not there."""
+    found: list[str] = []
+    listed: dict[str, list[str]] = {}
+    for module, distribution in LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        origin = spec.origin if spec is not None else None
+        if spec is None or not origin:
+            found.append(f"{distribution}:missing")
+            continue
+        # a package's origin is its __init__.py: the metadata is beside the package's folder
+        inside = os.path.dirname(origin)
+        folder = os.path.dirname(inside) if spec.submodule_search_locations else inside
+        if folder not in listed:
+            try:
+                listed[folder] = sorted(os.listdir(folder))
+            except OSError:
+                listed[folder] = []
+        names = [name for name in listed[folder] if _metadata_of(name, distribution)]
+        found.append(f"{distribution}:{','.join(names) or origin}")
+    return found
+
+
+def _metadata_of(name: str, distribution: str) -> bool:
+    """Whether `name` is a metadata folder of `distribution` (`PyYAML-6.0.2.dist-info`)."""
+    if not name.endswith((".dist-info", ".egg-info")):
+        return False
+    project = name.partition("-")[0]
+    return _normalized(project) == _normalized(distribution)
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name compared as PEP 503 does (case, runs of `-_.`)."""
+    return re.sub(r"[-_.]+", "_", name).lower()

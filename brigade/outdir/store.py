@@ -46,6 +46,8 @@ SEAT_DIR = "seat"
 DEP_FILE = ".doit.db"
 LOCK_FILE = ".brigade.lock"
 EXPORT_DIR = "export"
+# one record per worktree made for the output directory, until removed (run/worktree)
+WORKTREE_LEDGER = ".worktrees"
 
 SAMPLE_ITEMS = 200
 REPORT_DIR = "report"

@@ -47,7 +47,8 @@ from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import proc, workspaces, worktree
-from brigade.run.runner import RunContext, seat_start
+from brigade.run.context import RunContext
+from brigade.run.runner import seat_start
 from brigade.run.seat import (
     LOG_READ_LIMIT,
     STDERR,

@@ -36,7 +36,7 @@ import os
 import shlex
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from brigade.core.specs import DEFAULT_COMMAND_TIMEOUT_SECONDS
 from brigade.errors import EnvironmentProblem
 from brigade.outdir import store
 from brigade.run import gitcmd, proc, reuse, sandbox, worktree
+from brigade.run.context import MANIFEST_DIR
 from brigade.run.grading import (
     Field,
     GradeContext,
@@ -92,7 +93,6 @@ BASE_FOLDER = "base"
 WORK_FOLDER = "work"
 # the placeholders a command (and a JUnit path) may use
 PYTHON = "{python}"
-MANIFEST_DIR = "{manifest_dir}"
 GRADER_DIR = "{grader_dir}"
 
 
@@ -235,50 +235,6 @@ def post_run_workspace(setting: Setting, *, changes: bool = True) -> Iterator[Pl
 
 
 TEST_PATCH = "test.patch"
-
-
-def unseen_paths(
-    specs: Sequence[Mapping[str, Any]], manifest_dir: Path, manifest: Path | None = None
-) -> tuple[str, ...]:
-    """The files under the manifest's folder that command graders name (a `test_patch_file`,
-    a `{manifest_dir}/...` word of the command), and the `manifest` itself when a grader's
-    `test_patch` is written inline in it: the seat's sandbox hides them, so the agent never
-    reads the tests it is graded by."""
-    found: dict[str, None] = {}
-    root = os.path.realpath(manifest_dir)
-    for spec in specs:
-        if spec.get("type") != "command":
-            continue
-        if spec.get("test_patch") is not None and manifest is not None:
-            found[os.path.realpath(manifest)] = None
-        name = spec.get("test_patch_file")
-        if isinstance(name, str) and name:
-            found[os.path.normpath(os.path.join(root, name))] = None
-        command = spec.get("command")
-        words = [command] if isinstance(command, str) else command
-        if not isinstance(words, list):
-            continue
-        for word in words:
-            if not isinstance(word, str) or MANIFEST_DIR + "/" not in word:
-                continue
-            # every `{manifest_dir}/path` in the word (a shell line may name several)
-            for piece in word.split(MANIFEST_DIR + "/")[1:]:
-                relative = piece.split()[0].strip("'\"") if piece.split() else ""
-                path = os.path.normpath(os.path.join(root, relative))
-                if relative and path.startswith(root + os.sep):
-                    found[path] = None
-    return tuple(found)
-
-
-def battery_unseen(
-    graders: Iterable[Sequence[Mapping[str, Any]]], manifest_dir: Path, manifest: Path | None
-) -> tuple[str, ...]:
-    """`unseen_paths` of every case of a battery: a seat reads no case's hidden tests (it
-    could keep another case's in a state folder its later cells read)."""
-    found: dict[str, None] = {}
-    for specs in graders:
-        found.update(dict.fromkeys(unseen_paths(specs, manifest_dir, manifest)))
-    return tuple(found)
 
 
 def test_patch_text(spec: Mapping[str, Any], manifest_dir: Path) -> bytes | None:

@@ -8,7 +8,6 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,6 @@ from brigade.core.identity import CELL_SCHEMA, digest
 from brigade.core.plan import Cell, judge_env_values
 from brigade.core.projection import Secrets, credential_values, make_secrets, scrub_text
 from brigade.core.receipts import Receipt
-from brigade.core.specs import SandboxMode, SeatSpec
 from brigade.core.taxonomy import (
     GRADEABLE,
     RunFacts,
@@ -37,7 +35,7 @@ from brigade.inputs import schemas
 from brigade.outdir import store
 from brigade.outdir.export import machine_paths
 from brigade.run import graders, proc, reuse, workspaces, worktree
-from brigade.run.command_grader import DEFAULT_COMMAND_SECONDS, unseen_paths
+from brigade.run.context import RunContext, unseen_paths
 from brigade.run.seat import (
     FINAL,
     RUN_DIR_VARIABLE,
@@ -54,7 +52,7 @@ from brigade.run.seat import (
 )
 
 if TYPE_CHECKING:
-    from brigade.run.budget import Budget
+    pass
 
 # receipt fields that describe the cell itself (identity and coordinate)
 PLAN_FIELDS = (
@@ -68,35 +66,6 @@ PLAN_FIELDS = (
     "execution_mode",
     "workspace",
 )
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """Where a run reads and writes, shared by every cell of one invocation."""
-
-    out: Path
-    workspace: Path
-    manifest_dir: Path
-    manifest_digest: str
-    retry_transient: bool = False
-    # the roster, as graders that run a seat or a command need it: its seats (a judge's
-    # time limit and folder), its folder, the default time limit of command graders
-    seats: Mapping[str, SeatSpec] = field(default_factory=dict)
-    roster_dir: str = "."
-    command_timeout: float = DEFAULT_COMMAND_SECONDS
-    # the roster's price table: a cost the CLI did not report is priced with it
-    prices: Mapping[str, Price] = field(default_factory=dict)
-    sandbox: SandboxMode | None = None  # --sandbox: every seat's sandbox mode (None: its own)
-    # the run's spending cap (None: no cap): seat runs and judges start only when it admits
-    budget: Budget | None = None
-    # the roster's `secrets.env`: more variables whose values are secrets (details quote none)
-    secret_env: tuple[str, ...] = ()
-    # the manifest file (a run's, or a regrade's from plan.json): where a removed workspace's
-    # setup is, and what a seat must not read when a grader's test patch is written in it
-    manifest: Path | None = None
-    # the hidden tests of every case of the battery (command graders' files): no seat sees
-    # another case's either
-    unseen: tuple[str, ...] = ()
 
 
 # takes over a cell whose seat must run (the scheduler): it runs it when a slot is free

@@ -61,8 +61,7 @@ MAX_SNAPSHOT_BYTES = 5 * 1024 * 1024
 # nor is anything past this many bytes copied in all (a seat that fills node_modules)
 MAX_SNAPSHOT_TOTAL = 200 * 1024 * 1024
 
-# <out>/.worktrees: one record per worktree made for the output directory, until removed
-LEDGER_DIR = ".worktrees"
+LEDGER_DIR = store.WORKTREE_LEDGER  # <out>/.worktrees
 _FOLDER_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _PREFIX = "brigade-worktree-"
 
