@@ -13,7 +13,14 @@ from agents import cli_outputs as out
 from agents.cli_outputs import NOW, SAMPLES, jsonl
 from agents.fake_cli import BINARIES, TRUST_REFUSALS
 
-from brigade.adapters import adapter_for, built_in, check_cli, common, known_names
+from brigade.adapters import (
+    BUILT_IN_NAMES,
+    adapter_for,
+    built_in,
+    check_cli,
+    common,
+    known_names,
+)
 from brigade.adapters.base import Adapter, Fault, OwnFailure, Reading, SeatRequest
 from brigade.adapters.codex_rpc import Session
 from brigade.adapters.common import (
@@ -110,6 +117,25 @@ def test_registry_lookups_go_through_the_package() -> None:
     assert check_cli("cursor") is None
     assert check_cli("nope") is not None
     assert "copilot" in known_names()
+
+
+def test_a_roster_is_checked_with_the_names_the_adapters_have() -> None:
+    """check_cli answers without importing an adapter: its names are the registry's, and
+    a prefixed seat is refused for what its adapter would refuse."""
+    assert BUILT_IN_NAMES == tuple(sorted(built_in()))
+    assert all(check_cli(name) is None for name in built_in())
+    for cli in ("exec:", "exec:   ", "exec:'unclosed", "ollama:", "ollama:  "):
+        problem = check_cli(cli)
+        factory = ExecAdapter if cli.startswith("exec:") else OllamaAdapter
+        with pytest.raises(ValueError) as refused:
+            factory(cli.split(":", 1)[1])
+        assert problem == str(refused.value)
+    assert check_cli("exec:python3 -c 'print(1)'") is None
+    assert check_cli("ollama:llama3.2") is None
+    assert check_cli("cursor-agent") == (
+        "unknown cli 'cursor-agent'; use one of aider, claude, codex, copilot, cursor, gemini, "
+        "goose, opencode, qwen, ollama:<model> or exec:<command line>"
+    )
 
 
 @pytest.mark.parametrize("name", BUILT_IN)

@@ -108,9 +108,13 @@ def test_cached_warnings_are_the_warnings_checked(project: Project) -> None:
     assert sessions.grader_warnings(manifest) == first
 
 
-# the modules that run a seat or a grader: a run whose cells are all up to date needs none
+# the modules that run a seat or a grader, and the adapters that drive and read a seat's
+# CLI: a run whose cells are all up to date needs none
 RUNNING = (
     "regex",
+    "brigade.adapters.base",
+    "brigade.adapters.common",
+    "brigade.adapters.exec",
     "brigade.run.graders",
     "brigade.run.command_grader",
     "brigade.run.judge",

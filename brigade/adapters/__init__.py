@@ -8,10 +8,29 @@ The protocol and its value types are in `base`; one module per agent family.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from functools import cache
+from typing import TYPE_CHECKING
 
-from brigade.adapters.base import Adapter
+if TYPE_CHECKING:
+    from brigade.adapters.base import Adapter
+
+# the roster names of the built-in agent CLIs, which `built_in()` holds the adapters of (a
+# test keeps the two the same): a roster is checked without importing any adapter
+BUILT_IN_NAMES = (
+    "aider",
+    "claude",
+    "codex",
+    "copilot",
+    "cursor",
+    "gemini",
+    "goose",
+    "opencode",
+    "qwen",
+)
+EXEC_PREFIX = "exec:"
+OLLAMA_PREFIX = "ollama:"
 
 
 @cache
@@ -44,7 +63,27 @@ def _prefixed() -> dict[str, Callable[[str], Adapter]]:
     from brigade.adapters.exec import ExecAdapter
     from brigade.adapters.ollama import OllamaAdapter
 
-    return {"exec:": ExecAdapter, "ollama:": OllamaAdapter}
+    return {EXEC_PREFIX: ExecAdapter, OLLAMA_PREFIX: OllamaAdapter}
+
+
+def exec_tokens(command_line: str) -> tuple[str, ...]:
+    """The words of an `exec:` seat's command line; ValueError (the problem, one line)
+    when it has none or cannot be parsed."""
+    try:
+        tokens = shlex.split(command_line)
+    except ValueError as exc:
+        raise ValueError(f"exec: command line cannot be parsed ({exc})") from None
+    if not tokens:
+        raise ValueError("exec: needs a command line after 'exec:'")
+    return tuple(tokens)
+
+
+def ollama_model(model: str) -> str:
+    """The model of an `ollama:` seat; ValueError (the problem, one line) when it has none."""
+    model = model.strip()
+    if not model:
+        raise ValueError("ollama: needs a model name after 'ollama:' (e.g. ollama:llama3.2)")
+    return model
 
 
 def adapter_for(cli: str) -> Adapter:
@@ -61,17 +100,18 @@ def known_names() -> list[str]:
 
 
 def check_cli(cli: str) -> str | None:
-    """None when `cli` names an adapter, else a one-line problem with the fix."""
-    for prefix, factory in _prefixed().items():
-        if cli.startswith(prefix):
-            try:
-                factory(cli[len(prefix) :])
-            except ValueError as exc:
-                return str(exc)
-            return None
-    if cli in built_in():
-        return None
-    return (
-        f"unknown cli {cli!r}; use one of {', '.join(sorted(built_in()))}, "
-        "ollama:<model> or exec:<command line>"
-    )
+    """None when `cli` names an adapter, else a one-line problem with the fix (no adapter
+    is imported: a resume loads its roster without them)."""
+    try:
+        if cli.startswith(EXEC_PREFIX):
+            exec_tokens(cli[len(EXEC_PREFIX) :])
+        elif cli.startswith(OLLAMA_PREFIX):
+            ollama_model(cli[len(OLLAMA_PREFIX) :])
+        elif cli not in BUILT_IN_NAMES:
+            return (
+                f"unknown cli {cli!r}; use one of {', '.join(sorted(BUILT_IN_NAMES))}, "
+                "ollama:<model> or exec:<command line>"
+            )
+    except ValueError as exc:
+        return str(exc)
+    return None

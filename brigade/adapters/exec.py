@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 import time
 from collections.abc import Mapping
 
+from brigade.adapters import exec_tokens
 from brigade.adapters.base import Fault, Invocation, Reading, SeatRequest, last_line
 from brigade.adapters.common import classify_fault, one_line, retry_after
 from brigade.core import jsontext
@@ -39,13 +39,7 @@ class ExecAdapter:
     auth_files: tuple[str, ...] = ()  # and an isolated one starts from an empty HOME
 
     def __init__(self, command_line: str) -> None:
-        try:
-            tokens = shlex.split(command_line)
-        except ValueError as exc:
-            raise ValueError(f"exec: command line cannot be parsed ({exc})") from None
-        if not tokens:
-            raise ValueError("exec: needs a command line after 'exec:'")
-        self.tokens = tuple(tokens)
+        self.tokens = exec_tokens(command_line)
 
     def invocation(self, request: SeatRequest) -> Invocation:
         """The command line with placeholders expanded, prompt on stdin."""

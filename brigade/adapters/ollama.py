@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from brigade.adapters import ollama_model
 from brigade.adapters.base import SeatRequest
 from brigade.adapters.common import (
     AgentCli,
@@ -42,10 +43,7 @@ class OllamaAdapter(AgentCli):
     auth_files = ("~/.ollama/id_ed25519",)
 
     def __init__(self, model: str) -> None:
-        model = model.strip()
-        if not model:
-            raise ValueError("ollama: needs a model name after 'ollama:' (e.g. ollama:llama3.2)")
-        self.model = model
+        self.model = ollama_model(model)
 
     def _plan(self, request: SeatRequest) -> ArgvPlan:
         seat = request.seat
