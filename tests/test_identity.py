@@ -385,3 +385,39 @@ def test_the_trial_hasher_hashes_a_workspace_as_the_payload_does() -> None:
     for trial, cid, rkey in hasher.digests("hello", "Say hello", graders, 3, world):
         payload = identity_payload(**{**args, "trial": trial}, workspace=world)
         assert (cid, rkey) == (cell_id(payload), run_key(payload))
+
+
+@pytest.mark.parametrize(
+    "cases",
+    [
+        [{"id": "x", "prompt": "as written"}],
+        [{"id": "x", "prompt": "line\r\nendings\rmade \\n"}],
+        [{"id": "x", "prompt": "as written"}, {"id": "y", "prompt_file": "p.txt"}],
+        [{"id": "x", "prompt": "é ☃", "graders": [{"type": "exit_status"}], "trials": 2}],
+    ],
+)
+def test_the_content_digest_is_of_the_document_with_each_prompt_resolved(
+    tmp_path: Path, cases: list[dict[str, Any]]
+) -> None:
+    """The keys of the expansion's caches: the document's canonical JSON with every case's
+    prompt as the cells have it (a prompt file's text, `\\n` line endings); the manifest
+    digest's own text when no prompt differs from the document's."""
+    from brigade.core.identity import canonical_json, normalize_prompt, text_digest
+    from brigade.inputs.manifest import manifest_from_document
+
+    (tmp_path / "p.txt").write_text("from a file\r\n", newline="")
+    doc = {"schema": "brigade.eval_manifest.v1", "name": "n", "seats": ["a"], "cases": cases}
+    manifest = manifest_from_document(doc, tmp_path / "m.yaml", "m.yaml")
+    resolved = [
+        {
+            **raw,
+            "prompt": normalize_prompt(
+                (tmp_path / raw["prompt_file"]).read_bytes().decode()
+                if "prompt_file" in raw
+                else raw["prompt"]
+            ),
+        }
+        for raw in cases
+    ]
+    assert manifest.content_digest == text_digest(canonical_json({**doc, "cases": resolved}))
+    assert (manifest.content_digest == f"sha256:{manifest.digest}") == (resolved == cases)

@@ -46,6 +46,7 @@ def manifest_from_document(
     default_workspace = _workspace(doc.get("workspace"), base, f"{label}: workspace", problems)
     default_setup = _setup(doc.get("setup"), base, f"{label}: setup", problems)
     resolved_cases: list[dict[str, Any]] = []
+    resolved = False  # whether a case's prompt is other than the document's
     cases: list[Case] = []
     first_index: dict[str, int] = {}
     known_workspaces: dict[str, WorkspaceSpec] = {}
@@ -68,6 +69,8 @@ def manifest_from_document(
                 continue
         else:
             prompt = normalize_prompt(raw["prompt"])
+        if prompt != raw.get("prompt"):  # a prompt file's text, or line endings made `\n`
+            resolved = True
         resolved_cases.append({**raw, "prompt": prompt})
         where = f"{label}: cases[{index}]"
         # cases sharing a workspace or a setup: its paths checked once (a problem is said
@@ -114,6 +117,7 @@ def manifest_from_document(
         )
     if problems:
         raise InputError("\n".join(problems))
+    digest = manifest_digest(doc)
     return Manifest(
         path=path,
         name=doc["name"],
@@ -121,9 +125,14 @@ def manifest_from_document(
         cases=tuple(cases),
         execution_mode=doc.get("execution", {}).get("mode", DEFAULT_MODE),
         roster=doc.get("roster"),
-        digest=manifest_digest(doc),
-        # what the cells are made of (prompt files read): keys of caches of the expansion
-        content_digest=text_digest(canonical_json({**doc, "cases": resolved_cases})),
+        digest=digest,
+        # what the cells are made of (prompt files read): keys of caches of the expansion;
+        # the document's own canonical JSON when every prompt is as written
+        content_digest=(
+            text_digest(canonical_json({**doc, "cases": resolved_cases}))
+            if resolved
+            else f"sha256:{digest}"
+        ),
         max_cost=float(doc["max_cost"]) if doc.get("max_cost") is not None else None,
     )
 
