@@ -24,6 +24,18 @@ FAKE_AGENT = REPO / "tests" / "agents" / "fake_agent.py"
 FAKE_CLI = f"exec:{{python}} {FAKE_AGENT}"
 
 
+def cli_python() -> str:
+    """The interpreter the installed `brigade` script runs on (its `#!` line), which
+    `{python}` in a seat's command line names: it may be spelled otherwise than this
+    process's (`python3` there, `python` here when pytest was started as `python -m`)."""
+    script = Path(sys.executable).parent / "brigade"
+    if script.exists():
+        first = script.read_bytes().split(b"\n", 1)[0]
+        if first.startswith(b"#!") and first[2:].split():
+            return first[2:].split()[0].decode()
+    return sys.executable
+
+
 def brigade_command() -> list[str]:
     """The installed `brigade` script beside this interpreter (else -m brigade.front.cli)."""
     script = Path(sys.executable).parent / "brigade"

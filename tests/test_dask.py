@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from agents.fake_cli import install
-from conftest import FAKE_CLI, Project, brigade_command, git
+from conftest import FAKE_CLI, Project, brigade_command, cli_python, git
 
 from brigade import fs
 from brigade.run import sandbox
@@ -75,7 +75,9 @@ class Cluster:
         environment = {**os.environ, "FAKE_AGENT_LOG": str(self.log), **env}
         with open(self.root / f"{name}-{len(self.processes)}.log", "wb") as output:
             process = subprocess.Popen(
-                [sys.executable, "-m", "dask", *args],
+                # a seat's `{python}` is the worker's: the one the brigade CLI runs on, so
+                # a run on the cluster records what a local run records
+                [cli_python(), "-m", "dask", *args],
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 env=environment,

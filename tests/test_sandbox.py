@@ -20,7 +20,16 @@ from typing import Any
 
 import pytest
 from agents.fake_cli import install
-from conftest import FAKE_AGENT, FAKE_CLI, Project, alive, git, git_workspace, wait_for
+from conftest import (
+    FAKE_AGENT,
+    FAKE_CLI,
+    Project,
+    alive,
+    cli_python,
+    git,
+    git_workspace,
+    wait_for,
+)
 from test_progress import masked
 
 from brigade.core.specs import SandboxSpec, SeatSpec
@@ -1063,7 +1072,7 @@ def test_doctor_says_whether_the_sandbox_works(project: Project, tmp_path: Path)
     empty = tmp_path / "no-bwrap"
     empty.mkdir()
     done = project.brigade("doctor", "--roster", str(project.roster), PATH=str(empty))
-    python = sys.executable
+    python = cli_python()  # the seat's `{python}`, as the CLI that checks it runs on
     assert done.stdout.splitlines() == [
         f"plain   ok       {python}  (version unknown; read-only: none; sandbox: auto)",
         f"strict  REFUSED  {python}  (version unknown; read-only: none; sandbox: required; "
