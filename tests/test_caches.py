@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -551,14 +552,53 @@ def test_the_code_digest_covers_the_versions_of_the_libraries_brigade_runs_on(
         "LIBRARIES",
         (("fakelib", "fake-lib"), ("single", "single"), ("absent_here", "absent")),
     )
-    assert sources.library_versions() == [
-        "fake-lib:Fake_Lib-1.0.dist-info",
-        f"single:{site / 'single.py'}",  # a module without metadata: its path
-        "absent:missing",
-    ]
+    versions = sources.library_versions()
+    assert versions[0] == "fake-lib:Fake_Lib-1.0.dist-info"
+    assert versions[1].startswith(f"single:{site / 'single.py'}|")  # no metadata: its stat
+    assert versions[2] == "absent:missing"
     before = digest_with_libraries(monkeypatch)
     (site / "Fake_Lib-1.0.dist-info").rename(site / "fake_lib-1.1.dist-info")
     assert sources.library_versions()[0] == "fake-lib:fake_lib-1.1.dist-info"
+    assert digest_with_libraries(monkeypatch) != before
+
+
+@pytest.mark.parametrize("layout", ["package", "module", "zipped"])
+def test_a_library_without_metadata_edited_where_it_sits_is_another_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    """A source tree or a zip on the path has no version to read: its files' stats are."""
+    site = tmp_path / "site"
+    site.mkdir()
+    if layout == "package":
+        (site / "lib").mkdir()
+        (site / "lib" / "__init__.py").write_text("from lib.core import x\n")
+        edited = site / "lib" / "core.py"  # not the __init__: any file of the package
+    elif layout == "module":
+        edited = site / "lib.py"
+    else:
+        edited = tmp_path / "lib.zip"
+    edited.write_text("x = 1\n")
+    if layout == "zipped":
+        with zipfile.ZipFile(edited, "w") as archive:
+            archive.writestr("lib.py", "x = 1\n")
+        site = edited
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(sources, "LIBRARIES", (("lib", "lib"),))
+    before = digest_with_libraries(monkeypatch)
+    assert digest_with_libraries(monkeypatch) == before
+    if layout == "zipped":
+        with zipfile.ZipFile(edited, "a") as archive:
+            archive.writestr("lib_extra.py", "y = 2\n")
+    else:
+        edited.write_text("x = 22\n")
+    assert digest_with_libraries(monkeypatch) != before
+
+
+def test_the_code_digest_covers_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its re compiles a grader's pattern first, its Unicode tables write a warning: another
+    Python is another code, whatever brigade's files and libraries are."""
+    before = digest_with_libraries(monkeypatch)
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
     assert digest_with_libraries(monkeypatch) != before
 
 

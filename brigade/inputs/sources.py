@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -55,6 +56,9 @@ def code_digest() -> str:
     no-op resume can afford it.
     """
     digest = hashlib.sha256()
+    # the interpreter answers too: its re (a grader's pattern is compiled with it first),
+    # its json, its Unicode tables (the text of a warning)
+    digest.update(f"{sys.implementation.cache_tag}\0{sys.version}\0".encode())
     digest.update("\0".join(library_versions()).encode() + b"\0")
     for folder, names, files in os.walk(PACKAGE):
         names[:] = sorted(name for name in names if name != "__pycache__")
@@ -79,9 +83,9 @@ def _add(digest: hashlib._Hash, path: str, label: str) -> None:
 
 def library_versions() -> list[str]:
     """The installed metadata folder of each of `LIBRARIES` (`regex-2024.11.6.dist-info`:
-    its name carries the version), found beside the module without importing it; the
-    module's path when it has none (a source tree on the path), `name:missing` when the
-    module is not there."""
+    its name carries the version), found beside the module without importing it; when it
+    has none (a source tree on the path, a zip), its files' stats (`_unversioned`);
+    `name:missing` when the module is not there."""
     found: list[str] = []
     listed: dict[str, list[str]] = {}
     for module, distribution in LIBRARIES:
@@ -102,8 +106,35 @@ def library_versions() -> list[str]:
             except OSError:
                 listed[folder] = []
         names = [name for name in listed[folder] if _metadata_of(name, distribution)]
-        found.append(f"{distribution}:{','.join(names) or origin}")
+        package = inside if spec.submodule_search_locations else None
+        found.append(f"{distribution}:{','.join(names) or _unversioned(origin, package)}")
     return found
+
+
+def _unversioned(origin: str, package: str | None) -> str:
+    """A library with no metadata beside it (a source tree on the path, a zip): its path
+    and the size, time and inode of each of its files (the package folder's, walked; else
+    the module's, or the nearest path that exists: a zip archive), so an edit where it
+    sits is another version."""
+    parts = [origin]
+    if package is not None and os.path.isdir(package):
+        for folder, names, files in os.walk(package):
+            names[:] = sorted(name for name in names if name != "__pycache__")
+            parts.extend(_stamp(os.path.join(folder, name)) for name in sorted(files))
+        return "|".join(parts)
+    path = origin
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    parts.append(_stamp(path))
+    return "|".join(parts)
+
+
+def _stamp(path: str) -> str:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return f"{path}:gone"
+    return f"{path}:{info.st_size}:{info.st_mtime_ns}:{info.st_ino}"
 
 
 def _metadata_of(name: str, distribution: str) -> bool:
