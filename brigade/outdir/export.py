@@ -343,6 +343,8 @@ def export(
         # file are also searched for this path (one read of each file)
         return None if moved is None else lambda data: clean_here(data, label, moved)
 
+    dest_name = dest.name
+
     for name, tag, load, project, stamp in sources:
         target = dest / name
         if state.recall(name, target, check=here(f"{dest.name}/{name}")) == stamp:
@@ -369,7 +371,13 @@ def export(
             exported = f"{cell_id}.json"
             if (
                 cells_fd is not None
-                and state.recall(name, exported, cells_fd, here(f"{dest.name}/{name}"), eager=eager)
+                and state.recall(
+                    name,
+                    exported,
+                    cells_fd,
+                    None if moved is None else here(f"{dest_name}/{name}"),
+                    eager=eager,
+                )
                 == stamp
             ):
                 written[name] = stamp
