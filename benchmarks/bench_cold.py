@@ -18,9 +18,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
-from common import best_of, cpu_count, doit_argv, emit, finished_output, run_argv, timed
+from common import (
+    beside_floors,
+    best_of,
+    cpu_count,
+    doit_argv,
+    emit,
+    finished_output,
+    run_argv,
+    timed,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,29 +56,8 @@ def ratios(wall: float, floor: float, cells_floor: float) -> str:
     return f"ratio {wall / floor:.2f}x floor ({wall / cells_floor:.2f}x the cell.json loop)"
 
 
-def moved_figures(
-    runs: int,
-    floors: tuple[float, float],
-    pristine: Path,
-    moved: Path,
-    label: str,
-    argv: tuple[Path, Path, Path],
-) -> int:
-    """`brigade run` on a copy at another path: its time and the files it rewrote."""
-    manifest, roster, ws = argv
-    moved.parent.mkdir(exist_ok=True)
-    results = []
-    for _ in range(runs):
-        copy(pristine, moved)
-        before = mtimes(moved)
-        results.append((*timed(run_argv(manifest, roster, moved, ws)), before))
-    wall, code, rss, before = min(results, key=lambda r: r[0])
-    rewritten = sum(1 for name, mtime in mtimes(moved).items() if before.get(name) != mtime)
-    emit(f"brigade run {label}", wall, "s", ratios(wall, *floors))
-    emit(f"brigade run {label} peak RSS", rss, "MB")
-    emit(f"brigade run {label}: export/ and report/ files rewritten", rewritten, "files")
-    shutil.rmtree(moved, ignore_errors=True)
-    return code
+def floor_note(floors: list[float]) -> str:
+    return f"floors beside it {floors[0]:.3f} / {floors[1]:.3f} s"
 
 
 def main() -> None:
@@ -89,37 +78,62 @@ def main() -> None:
     timed(run)  # the first run after building writes summary, report and caches
     pristine = root / "pristine"
     copy(out, pristine)
-    floor, _, _ = best_of(args.runs, [sys.executable, str(HERE / "floor.py"), str(out), "--plan"])
-    cells_floor, _, _ = best_of(args.runs, [sys.executable, str(HERE / "floor.py"), str(out)])
+    # the floors read the pristine copy (the same files): a cold run's copy is not read
+    # before it is measured
+    floor_argvs = [
+        [sys.executable, str(HERE / "floor.py"), str(pristine), "--plan"],
+        [sys.executable, str(HERE / "floor.py"), str(pristine)],
+    ]
+    floor, _, _ = best_of(args.runs, floor_argvs[0])
+    cells_floor, _, _ = best_of(args.runs, floor_argvs[1])
     print(f"cold resume of {args.cells} cells on {cpu_count()} cores (best of {args.runs})")
     emit("floor (plain loop over plan.json and every cell.json)", floor, "s")
     emit("floor of the no-op benchmark (the loop over cell.json alone)", cells_floor, "s")
+    print("each figure is the fastest of its runs, its ratios to the fastest of the floors")
+    print("run beside them (one of each before each of its runs)")
     figures = []
     fronts = [("brigade run", lambda o: run_argv(manifest, roster, o, workspace))]
     if not args.only_run:
         fronts.append(("doit", lambda o: doit_argv(manifest, roster, o, workspace)))
+
+    def warm(argv: list[str]) -> tuple[tuple[float, int, float], None]:
+        return timed(argv), None
+
+    def cold(target: Path, argv: list[str]) -> tuple[tuple[float, int, float], int]:
+        copy(pristine, target)  # new inodes and ctimes (at another path: moved)
+        before = mtimes(target)
+        timing = timed(argv)
+        return timing, sum(1 for name, mtime in mtimes(target).items() if before.get(name) != mtime)
+
     for label, make_argv in fronts:
-        warm = best_of(args.runs, make_argv(out))
-        emit(f"{label} warm no-op", warm[0], "s", ratios(warm[0], floor, cells_floor))
-        emit(f"{label} warm peak RSS", warm[2], "MB")
-        results = []
-        for _ in range(args.runs):
-            copy(pristine, out)  # same path, new inodes and ctimes
-            before = mtimes(out)
-            results.append((*timed(make_argv(out)), before, mtimes(out)))
-        wall, code, rss, before, after = min(results, key=lambda r: r[0])
-        rewritten = sum(1 for name, mtime in after.items() if before.get(name) != mtime)
-        emit(f"{label} cold no-op (cp -a)", wall, "s", ratios(wall, floor, cells_floor))
+        (wall, _, rss), _, floors = beside_floors(
+            args.runs, floor_argvs, partial(warm, make_argv(out))
+        )
+        emit(f"{label} warm no-op", wall, "s", f"{ratios(wall, *floors)}; {floor_note(floors)}")
+        emit(f"{label} warm peak RSS", rss, "MB")
+        (wall, code, rss), rewritten, floors = beside_floors(
+            args.runs, floor_argvs, partial(cold, out, make_argv(out))
+        )
+        note = f"{ratios(wall, *floors)}; {floor_note(floors)}"
+        emit(f"{label} cold no-op (cp -a)", wall, "s", note)
         emit(f"{label} cold peak RSS", rss, "MB")
         emit(f"{label} cold: export/ and report/ files rewritten", rewritten, "files")
         figures.append(code)
     if not args.only_run:
-        inputs = (manifest, roster, workspace)
-        floors = (floor, cells_floor)
         # a longer path, and one shorter than the workspace's (the secrets' paths are
         # listed longest first: the output directory's place among them changes)
         for moved, label in ((root / "moved" / "out", "moved"), (root / "o", "moved shorter")):
-            figures.append(moved_figures(args.runs, floors, pristine, moved, label, inputs))
+            moved.parent.mkdir(exist_ok=True)
+            argv = run_argv(manifest, roster, moved, workspace)
+            (wall, code, rss), rewritten, floors = beside_floors(
+                args.runs, floor_argvs, partial(cold, moved, argv)
+            )
+            note = f"{ratios(wall, *floors)}; {floor_note(floors)}"
+            emit(f"brigade run {label}", wall, "s", note)
+            emit(f"brigade run {label} peak RSS", rss, "MB")
+            emit(f"brigade run {label}: export/ and report/ files rewritten", rewritten, "files")
+            shutil.rmtree(moved, ignore_errors=True)
+            figures.append(code)
     assert set(figures) == {0}, figures
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -166,6 +168,26 @@ def best_of(runs: int, argv: list[str], **kwargs: object) -> tuple[float, int, f
     """The fastest of several runs (wall, exit code, peak RSS MB): noise only adds time."""
     results = [timed(argv, **kwargs) for _ in range(runs)]  # type: ignore[arg-type]
     return min(results, key=lambda r: r[0])
+
+
+Timing = tuple[float, int, float]
+
+
+def beside_floors(
+    runs: int, floors: list[list[str]], measure: Callable[[], tuple[Timing, Any]]
+) -> tuple[Timing, Any, list[float]]:
+    """`runs` measurements, each right after one run of every floor command: the fastest
+    measurement (its timing and what `measure` returned beside it) and the fastest run of
+    each floor. A ratio to floors measured beside it holds while the machine's speed
+    drifts between the parts of a benchmark (a virtual machine's neighbours)."""
+    results: list[tuple[Timing, Any]] = []
+    walls: list[list[float]] = [[] for _ in floors]
+    for _ in range(runs):
+        for wall, argv in zip(walls, floors, strict=True):
+            wall.append(timed(argv)[0])
+        results.append(measure())
+    best = min(results, key=lambda result: result[0][0])
+    return best[0], best[1], [min(wall) for wall in walls]
 
 
 def doit_argv(manifest: Path, roster: Path, out: Path, workspace: Path, *extra: str) -> list[str]:
