@@ -13,14 +13,7 @@ from agents import cli_outputs as out
 from agents.cli_outputs import NOW, SAMPLES, jsonl
 from agents.fake_cli import BINARIES, TRUST_REFUSALS
 
-from brigade.adapters import (
-    BUILT_IN_NAMES,
-    adapter_for,
-    built_in,
-    check_cli,
-    common,
-    known_names,
-)
+from brigade.adapters import adapter_for, built_in, check_cli, common, known_names
 from brigade.adapters.base import Adapter, Fault, OwnFailure, Reading, SeatRequest
 from brigade.adapters.codex_rpc import Session
 from brigade.adapters.common import (
@@ -31,6 +24,7 @@ from brigade.adapters.common import (
     retry_after,
 )
 from brigade.adapters.exec import ExecAdapter
+from brigade.adapters.names import BUILT_IN_NAMES
 from brigade.adapters.ollama import OllamaAdapter
 from brigade.core.specs import SeatSpec
 from brigade.core.transcript import Entry

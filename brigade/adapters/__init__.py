@@ -8,29 +8,20 @@ The protocol and its value types are in `base`; one module per agent family.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
+from brigade.adapters.names import (
+    BUILT_IN_NAMES,
+    EXEC_PREFIX,
+    OLLAMA_PREFIX,
+    exec_tokens,
+    ollama_model,
+)
+
 if TYPE_CHECKING:
     from brigade.adapters.base import Adapter
-
-# the roster names of the built-in agent CLIs, which `built_in()` holds the adapters of (a
-# test keeps the two the same): a roster is checked without importing any adapter
-BUILT_IN_NAMES = (
-    "aider",
-    "claude",
-    "codex",
-    "copilot",
-    "cursor",
-    "gemini",
-    "goose",
-    "opencode",
-    "qwen",
-)
-EXEC_PREFIX = "exec:"
-OLLAMA_PREFIX = "ollama:"
 
 
 @cache
@@ -64,26 +55,6 @@ def _prefixed() -> dict[str, Callable[[str], Adapter]]:
     from brigade.adapters.ollama import OllamaAdapter
 
     return {EXEC_PREFIX: ExecAdapter, OLLAMA_PREFIX: OllamaAdapter}
-
-
-def exec_tokens(command_line: str) -> tuple[str, ...]:
-    """The words of an `exec:` seat's command line; ValueError (the problem, one line)
-    when it has none or cannot be parsed."""
-    try:
-        tokens = shlex.split(command_line)
-    except ValueError as exc:
-        raise ValueError(f"exec: command line cannot be parsed ({exc})") from None
-    if not tokens:
-        raise ValueError("exec: needs a command line after 'exec:'")
-    return tuple(tokens)
-
-
-def ollama_model(model: str) -> str:
-    """The model of an `ollama:` seat; ValueError (the problem, one line) when it has none."""
-    model = model.strip()
-    if not model:
-        raise ValueError("ollama: needs a model name after 'ollama:' (e.g. ollama:llama3.2)")
-    return model
 
 
 def adapter_for(cli: str) -> Adapter:

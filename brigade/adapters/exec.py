@@ -7,9 +7,9 @@ import sys
 import time
 from collections.abc import Mapping
 
-from brigade.adapters import exec_tokens
 from brigade.adapters.base import Fault, Invocation, Reading, SeatRequest, last_line
 from brigade.adapters.common import classify_fault, one_line, retry_after
+from brigade.adapters.names import exec_tokens
 from brigade.core import jsontext
 from brigade.core.specs import SeatSpec
 from brigade.core.taxonomy import FAULT_KINDS, FaultKind

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-from brigade.adapters import ollama_model
 from brigade.adapters.base import SeatRequest
 from brigade.adapters.common import (
     AgentCli,
@@ -20,6 +19,7 @@ from brigade.adapters.common import (
     Parsed,
     fault,
 )
+from brigade.adapters.names import ollama_model
 from brigade.core.usage import Usage
 
 _STAT = re.compile(r"^(?P<name>prompt eval count|eval count):\s+(?P<value>\d+) token\(s\)$")
