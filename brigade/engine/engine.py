@@ -351,11 +351,11 @@ class Engine:
     def bring(self, task: CellTask, hand: bool = True) -> str:
         """Bring a cell up to date: a seat that must run is handed to the scheduler (`hand`
         and a scheduler: runs start as slots free), a reused run copied and graded here."""
+        from brigade.run.runner import bring_up_to_date
+
         handing = self._hand if hand and self.scheduler is not None else None
         cell = task.cell
         reuse = self.loaded.scan.reuse.get(cell.cell_id)
-        from brigade.run.runner import bring_up_to_date
-
         return bring_up_to_date(self.loaded.ctx, cell, reuse, task.forced, handing)
 
     def _hand(self, cell: Cell) -> None:

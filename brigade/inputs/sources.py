@@ -49,11 +49,11 @@ def schema_text(name: str) -> str:
 
 @functools.cache
 def code_digest() -> str:
-    """sha256 over brigade's sources and schema files and the versions of the libraries
-    it runs on (`library_versions`), computed once per process.
+    """sha256 over brigade's sources and schema files, the interpreter, and the versions
+    of the libraries it runs on (`library_versions`), computed once per process.
 
-    Reading its hundred-odd small files costs about a millisecond, so every
-    no-op resume can afford it.
+    Reading its hundred-odd small files and the libraries' folders costs about two
+    milliseconds, so every no-op resume can afford it.
     """
     digest = hashlib.sha256()
     # the interpreter answers too: its re (a grader's pattern is compiled with it first),

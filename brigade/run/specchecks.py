@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from brigade import fs
@@ -48,7 +49,7 @@ def _check(spec: Mapping[str, Any]) -> Check:
     return problem, () if problem else tuple(graders.pattern_warnings(spec))
 
 
-def _cached(entry: Any, wanted: set[str]) -> dict[str, Check] | None:
+def _cached(entry: Path, wanted: set[str]) -> dict[str, Check] | None:
     """The answers a cache entry holds for exactly the `wanted` digests, or None (missing,
     unreadable, or not such answers: checked again)."""
     try:
