@@ -108,17 +108,24 @@ def load_inputs(
 def grader_warnings(manifest: Manifest, roster: Roster | None = None) -> list[str]:
     """One line per grader spec that will record grader_error when it runs (with the
     roster: also a judge grader naming a seat it does not have)."""
-    batteries = {id(case.graders): case.graders for case in manifest.cases}.values()
-    specs = {json.dumps(spec, sort_keys=True): spec for graders in batteries for spec in graders}
-    checks = spec_checks(specs)  # cases often share their graders: each checked once
+    # each graders tuple (cases often share one) keyed once: its specs' canonical JSON
+    keys: dict[int, list[str]] = {}
+    specs: dict[str, dict[str, Any]] = {}
+    for case in manifest.cases:
+        if id(case.graders) not in keys:
+            keys[id(case.graders)] = [json.dumps(spec, sort_keys=True) for spec in case.graders]
+            specs.update(zip(keys[id(case.graders)], case.graders, strict=True))
+    checks = spec_checks(specs)  # each distinct spec checked once
     lines: list[str] = []
     clean: set[int] = set()  # graders tuples (shared by cases) found without a problem
     for index, case in enumerate(manifest.cases):
         if id(case.graders) in clean:
             continue
         before = len(lines)
-        for position, spec in enumerate(case.graders):
-            problem, warnings = checks[json.dumps(spec, sort_keys=True)]
+        for position, (spec, key) in enumerate(
+            zip(case.graders, keys[id(case.graders)], strict=True)
+        ):
+            problem, warnings = checks[key]
             problem = problem or _judge_problem(spec, roster)
             where = f"{manifest.path}: cases[{index}] ({case.id}) graders[{position}]"
             if problem:
