@@ -416,15 +416,21 @@ class Engine:
         """Finish the run: summary.json, the export, the report and their leak checks, the
         caches kept, forgotten cells that ran settled. The leak check's failure (an error
         of brigade's: exit 3), or None."""
-        session = self.session
-        finished = finish_run(
-            session.inputs.out,
-            session.planned.plan,
-            session.inputs.workspace,
-            known=self.chosen.unchanged,
-            key=session.planned.key or None,
-            untouched=self.chosen.untouched,
-        )
+        session, ahead = self.session, self.loaded.ahead
+        try:
+            finished = finish_run(
+                session.inputs.out,
+                session.planned.plan,
+                session.inputs.workspace,
+                known=self.chosen.unchanged,
+                key=session.planned.key or None,
+                untouched=self.chosen.untouched,
+                # what a helper read of the export at load time holds while nothing ran
+                ahead=ahead.export_answers if ahead and self.chosen.untouched else None,
+            )
+        finally:
+            if ahead is not None:
+                ahead.close()
         if finished.leaks:
             return f"export leak check failed: {leak_lines(finished.leaks)}"
         self.loaded.scan.save()

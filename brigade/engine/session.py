@@ -33,6 +33,7 @@ from brigade.outdir import lock, store
 from brigade.outdir.adaptive import trial_counts
 from brigade.outdir.planfile import PlanOnDisk, plan_against_disk, write_plan
 from brigade.outdir.scan import Scan, scan
+from brigade.run.ahead import Ahead
 from brigade.run.context import RunContext, battery_unseen
 from brigade.run.specchecks import spec_checks
 
@@ -71,6 +72,8 @@ class Session:
     ctx: RunContext
     # adaptive trials: the trials each adaptive case's seat has in the plan (None: none)
     counts: Counts | None = None
+    # the helper digesting a copied directory's files (closed when the run finishes)
+    ahead: Ahead | None = None
 
 
 @contextlib.contextmanager
@@ -288,7 +291,9 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         manifest, roster, label, out, _context(options, label, workspace), counts=counts
     )
     plan = on_disk.plan
-    scanned = scan(out, plan, retry_transient=options.retry_transient)
+    # a copied directory's outputs are digested beside the scan (run/ahead)
+    ahead = Ahead(out, plan)
+    scanned = scan(out, plan, retry_transient=options.retry_transient, ahead=ahead.start)
     ctx = RunContext(
         out=out,
         workspace=workspace,
@@ -319,7 +324,9 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
         executor=executor,
         warnings=tuple(grader_warnings(manifest, roster)),
     )
-    return Session(inputs=inputs_, planned=on_disk, scan=scanned, ctx=ctx, counts=counts)
+    return Session(
+        inputs=inputs_, planned=on_disk, scan=scanned, ctx=ctx, counts=counts, ahead=ahead
+    )
 
 
 def remove_worktree_leftovers(out: Path) -> None:

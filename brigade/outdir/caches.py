@@ -290,6 +290,7 @@ class Sidecar(Table):
         check: Callable[[bytes], bool] | None = None,
         *,
         eager: bool = False,
+        known: tuple[os.stat_result, str] | None = None,
     ) -> Any:
         """`fresh_file`, and when the stat misses, the file's bytes compared with the digest
         recorded (read once, no-follow, a regular file only; `path` relative to `dir_fd`
@@ -304,11 +305,20 @@ class Sidecar(Table):
         time (`fs.digest_stat`), never held whole (a 100,000-cell plan.json is 47 MB). No
         more is read than the size recorded and a byte (a planted sparse terabyte costs
         that), and a symlink in the file's place is never vouched for, even by the stat
-        of what it points to: both paths give the same answers."""
+        of what it points to: both paths give the same answers.
+
+        `known`: the stat and digest (hex) of the file a helper read (outdir/digests),
+        taken when they match the entry's; else the file is read here."""
         info: os.stat_result | None
         if check is None:
+            if known is not None:
+                value = self.fresh(name, known[0])
+                if value is MISS:
+                    value = self.same_digest(name, known[0], known[1])
+                if value is not MISS:
+                    return value
             return self._recall_digest(name, path, dir_fd, eager)
-        limit = self._size(name)
+        limit = self.size(name)
         if eager and name in self.entries:
             try:
                 info, data = fs.read_stat(path, limit, dir_fd=dir_fd)
@@ -343,13 +353,13 @@ class Sidecar(Table):
             if value is not MISS or info is None or self.digest(name) is None:
                 return value
         try:
-            info, digest = fs.digest_stat(path, self._size(name), dir_fd=dir_fd)
+            info, digest = fs.digest_stat(path, self.size(name), dir_fd=dir_fd)
         except OSError:
             return MISS
         value = self.fresh(name, info)
         return self.same_digest(name, info, digest) if value is MISS else value
 
-    def _size(self, name: str) -> int | None:
+    def size(self, name: str) -> int | None:
         """The size recorded for `name` (what its bytes can match at most), if any."""
         entry = self.entries.get(name)
         if type(entry) is list and len(entry) > 2 and type(entry[1]) is int and entry[1] >= 0:

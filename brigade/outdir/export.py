@@ -43,7 +43,7 @@ from brigade.core.projection import (
 from brigade.core.receipts import ReceiptView
 from brigade.errors import EnvironmentProblem, InputError
 from brigade.inputs import schemas
-from brigade.outdir import caches, legacy, store
+from brigade.outdir import caches, digests, legacy, store
 from brigade.outdir.results import current_views
 
 
@@ -297,13 +297,15 @@ def export(
     views: Mapping[str, ReceiptView | None] | None = None,
     summary_unchanged: bool = False,
     secrets: Secrets | None = None,
+    ahead: Callable[[], digests.Answers] | None = None,
 ) -> ExportResult:
     """Write the projection of the current plan's results to `dest` and check it for leaks.
 
     Only cells whose receipt changed since the last export (by the stamp of its
     view) are projected again, from their full receipt; every file in `dest`
     that is new or changed since it was last checked is checked (so a file
-    planted there is always caught).
+    planted there is always caught). `ahead`: the wait for a helper's digests of the
+    exported cell files (run/ahead), taken for a copied export that did not move.
     """
     out = out.absolute()
     own = out / store.EXPORT_DIR
@@ -363,6 +365,7 @@ def export(
     with store.opened_folder(cells_text) as cells_fd:
         # an export folder the state has not seen (copied, restored): every stat misses
         eager = cells_fd is not None and state.copied(store.CELLS_DIR, os.fstat(cells_fd))
+        known = ahead().of(cells_fd) if ahead is not None and eager and moved is None else None
         for cell_id, view in views.items():
             if view is None:
                 continue
@@ -377,6 +380,7 @@ def export(
                     cells_fd,
                     None if moved is None else here(f"{dest_name}/{name}"),
                     eager=eager,
+                    known=known.get(exported) if known else None,
                 )
                 == stamp
             ):

@@ -11,7 +11,7 @@ final.txt while their index entries vouch for them (outdir/caches).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from brigade.core.identity import identity_payload, run_key
 from brigade.core.plan import Plan
 from brigade.core.receipts import ReceiptView
 from brigade.core.taxonomy import GRADED, Action, decide, is_transient, reusable_source
-from brigade.outdir import caches, forgotten, store
+from brigade.outdir import caches, digests, forgotten, store
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,10 @@ class Scan:
         self.receipts.save()
 
 
+# starts a helper digesting files of an open folder (their names and size limits, made
+# while it starts); returns the wait for its answers
+Ahead = Callable[[int, Callable[[], Sequence[digests.Wanted]]], Callable[[], digests.Answers]]
+
 _FAULTED = frozenset({"adapter_error", "execution_error"})
 
 
@@ -62,11 +66,15 @@ def kept_fault(view: ReceiptView | None) -> bool:
     return view is not None and view.state in _FAULTED and is_transient(view)
 
 
-def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
+def scan(
+    out: Path, plan: Plan, *, retry_transient: bool = False, ahead: Ahead | None = None
+) -> Scan:
     """Read every planned cell's receipt and decide what bringing it up to date needs.
 
     Runs over every cell on every resume: a finished cell costs one stat of its
-    cell.json and one of its final.txt (see output_intact), nothing more.
+    cell.json and one of its final.txt (see output_intact), nothing more. `ahead`: how
+    to have a helper digest files of a copied cells folder while the receipts are read
+    (`run/ahead`; its answers only ever confirm, outdir/digests).
     """
     needs_run = []
     present = store.existing_cells(out)
@@ -79,6 +87,9 @@ def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
         # every stat misses, so each file is opened at once (the same answers, sooner)
         eager = cells_fd is not None and index.copied(store.CELLS_DIR, os.fstat(cells_fd))
         outputs = _Outputs(out, eager)
+        if eager and ahead is not None and cells_fd is not None:
+            # the final.txt files the receipts recorded are read by a helper meanwhile
+            outputs.wait = ahead(cells_fd, lambda: outputs.wanted(plan, present, index))
         for cell in plan.cells:
             cell_id = cell.cell_id
             if cell_id in present:
@@ -86,10 +97,13 @@ def scan(out: Path, plan: Plan, *, retry_transient: bool = False) -> Scan:
             else:
                 view = None
             recorded[cell_id] = view
-            action = decide(view, retry_transient=retry_transient, reusable=False)
+            actions[cell_id] = decide(view, retry_transient=retry_transient, reusable=False)
+        # (a pass of its own: the helper reads the outputs while the receipts are read)
+        for cell in plan.cells:
+            cell_id = cell.cell_id
+            action, view = actions[cell_id], recorded[cell_id]
             if action == "skip" and not outputs.intact(cell_id, view, cells_fd):
-                action = "regrade"  # its grade task verifies the output and refuses it
-            actions[cell_id] = action
+                action = actions[cell_id] = "regrade"  # its grade task refuses the output
             if action == "run":
                 needs_run.append(cell)
             elif action == "skip" and kept_fault(view):
@@ -194,20 +208,59 @@ def _read_cell_file(out: Path, relative: str, cells_fd: int | None) -> bytes | N
 class _Outputs:
     """The output index of one scan, opened when the first graded cell is checked."""
 
-    __slots__ = ("out", "index", "eager")
+    __slots__ = ("out", "index", "eager", "wait", "answers")
 
     def __init__(self, out: Path, eager: bool = False) -> None:
         self.out = out
         self.index: caches.Sidecar | None = None
         self.eager = eager  # the cells folder was copied: every final.txt's stat is new
+        # the wait for a helper's answers of the final.txt files (`wanted`), and them
+        self.wait: Callable[[], digests.Answers] | None = None
+        self.answers: digests.Answers | None = None
 
-    def intact(self, cell_id: str, receipt: ReceiptView | None, cells_fd: int | None) -> bool:
-        """output_intact, with this scan's output index."""
-        if receipt is None or receipt.state not in GRADED or not receipt.output_digest:
-            return True
+    def _index(self) -> caches.Sidecar:
         if self.index is None:
             self.index = caches.Sidecar(self.out / store.OUTPUT_INDEX, caches.cache_key())
-        return output_intact(self.out, cell_id, receipt, self.index, cells_fd, self.eager)
+        return self.index
+
+    def wanted(
+        self, plan: Plan, present: set[str], receipts: caches.Sidecar
+    ) -> list[digests.Wanted]:
+        """The final.txt of every graded cell as the receipt index recorded it, with the size
+        the output index recorded (a cell whose receipt changed since reads its own)."""
+        index = self._index()
+        wanted: list[digests.Wanted] = []
+        for cell in plan.cells:
+            cell_id = cell.cell_id
+            entry = receipts.entries.get(cell_id)
+            size = index.size(cell_id)
+            if cell_id not in present or size is None or type(entry) is not list:
+                continue
+            if len(entry) < 3 or entry[2] is None:
+                continue
+            view = entry[2] if type(entry[2]) is ReceiptView else ReceiptView.from_json(entry[2])
+            if view is None:
+                continue
+            receipts.parsed(cell_id, view, view.digest)  # parsed once per process
+            if view.state in GRADED and view.output_digest and view.attempt is not None:
+                wanted.append((final_name(cell_id, view.attempt), size))
+        return wanted
+
+    def intact(self, cell_id: str, receipt: ReceiptView | None, cells_fd: int | None) -> bool:
+        """output_intact, with this scan's output index (and a helper's answers)."""
+        if receipt is None or receipt.state not in GRADED or not receipt.output_digest:
+            return True
+        if self.answers is None and self.wait is not None:
+            self.answers = self.wait().of(cells_fd)
+        return output_intact(
+            self.out, cell_id, receipt, self._index(), cells_fd, self.eager, self.answers
+        )
+
+
+def final_name(cell_id: str, attempt: int) -> str:
+    """A cell's final.txt of an attempt, relative to the cells folder."""
+    # string paths: building 10,000 Paths costs more than the stats themselves
+    return f"{cell_id}/{store.ATTEMPTS_DIR}/{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
 
 
 def output_intact(
@@ -217,13 +270,16 @@ def output_intact(
     index: caches.Sidecar,
     cells_fd: int | None = None,
     eager: bool = False,
+    answers: digests.Answers | None = None,
 ) -> bool:
     """Whether a graded cell's run/final.txt still has the recorded output_digest.
 
     A file's digest is computed once; afterwards its unchanged stat vouches for
     it (the output index), so a no-op resume costs one stat per cell (relative
     to `cells_fd`, the cells folder, when given). `eager`: its stat is expected to
-    miss (a copied cells folder): the file is opened and read at once.
+    miss (a copied cells folder): the file is opened and read at once, unless a
+    helper's `answers` (outdir/digests, of the files of `cells_fd`) say it has
+    that digest.
     """
     if receipt is None or receipt.state not in GRADED:
         return True
@@ -232,12 +288,14 @@ def output_intact(
         return True
     if attempt is None:
         return False
-    # string paths: building 10,000 Paths costs more than the stats themselves
-    relative = (
-        f"{cell_id}/{store.ATTEMPTS_DIR}/{store.attempt_name(attempt)}/{store.RUN_DIR}/final.txt"
-    )
+    relative = final_name(cell_id, attempt)
     final = f"{out}/{store.CELLS_DIR}/{relative}"
     info: os.stat_result | None
+    if answers and (known := answers.get(relative)) is not None:
+        info, hexdigest = known
+        if "sha256:" + hexdigest == expected:  # (only a match is taken: else it is read here)
+            index.record(cell_id, info, expected)
+            return True
     if eager and cells_fd is not None:
         try:
             info, data = fs.read_stat(relative, dir_fd=cells_fd)

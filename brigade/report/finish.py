@@ -7,7 +7,7 @@ into the output directory. The caller holds the output directory's lock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from brigade.core.plan import Plan, plan_key
 from brigade.core.projection import Leak
 from brigade.core.receipts import ReceiptView
 from brigade.outdir import store
+from brigade.outdir.digests import Answers
 from brigade.outdir.export import ExportResult, secrets_for
 from brigade.outdir.export import export as export_to
 from brigade.outdir.results import (
@@ -51,6 +52,7 @@ def finish_run(
     summary: bool = True,
     export: bool = True,
     report: bool = True,
+    ahead: Callable[[], Answers] | None = None,
 ) -> Finished:
     """Write summary.json, the export and the reports; check both for leaks; record the key.
 
@@ -60,7 +62,8 @@ def finish_run(
     since the last finish, so a summary.json written for this plan still
     holds; only the leak checks run, and files changed since they were checked.
     `summary`, `export`, `report`: which parts to write (`brigade export` and
-    `brigade report` write only their own and leave summary.json alone).
+    `brigade report` write only their own and leave summary.json alone). `ahead`: the
+    wait for a helper's digests of the exported cell files (run/ahead).
     """
     # every other writer of this run is done: temp files left in the top folder by an
     # interrupted earlier run (summary, indexes, plan) are nobody's now
@@ -78,7 +81,13 @@ def finish_run(
     leaks: list[Leak] = []
     if export:
         exported = export_to(
-            out, plan, workspace=workspace, views=views, summary_unchanged=same, secrets=secrets
+            out,
+            plan,
+            workspace=workspace,
+            views=views,
+            summary_unchanged=same,
+            secrets=secrets,
+            ahead=ahead,
         )
         leaks += exported.leaks
     # report/junit.xml and report/index.html leave the output directory too: same check

@@ -654,6 +654,21 @@ def open_pipes(argv: Sequence[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
+def start_helper(argv: Sequence[str], pass_fds: Sequence[int]) -> subprocess.Popen[bytes]:
+    """One of brigade's own helper programs beside this process (outdir/digests): its stdin
+    and stdout pipes to this process, no stderr and no environment, and of this process's
+    descriptors only `pass_fds` (in brigade's session and group: a Ctrl-C ends it with the
+    run)."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        pass_fds=tuple(pass_fds),
+        env={},
+    )
+
+
 def wait_or_kill(child: subprocess.Popen[bytes], grace: float) -> int:
     """A child's exit status, killed when it has not exited within `grace` seconds."""
     try:

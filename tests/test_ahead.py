@@ -1,0 +1,286 @@
+"""A copied output directory's outputs digested beside the run by a helper process
+(outdir/digests, run/ahead): what the helper answers, that its answers only ever confirm,
+that a helper that dies, hangs or answers nonsense costs time and nothing else, and that a
+copied directory's changed files are still found through it."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from conftest import BATTERY_STATES, Project, opened
+from test_restored import changed, mtimes, restore_copy, settled
+
+from brigade import fs
+from brigade.engine.engine import Engine
+from brigade.outdir import digests, store
+from brigade.run import ahead, proc
+
+
+def folder(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def planted(tmp_path: Path) -> Path:
+    """A folder of files of every kind the helper may meet."""
+    root = tmp_path / "cells"
+    root.mkdir(parents=True)
+    (root / "a.txt").write_bytes(b"hello")
+    (root / "big.txt").write_bytes(b"x" * 5000)
+    (root / "sub").mkdir()
+    (root / "sub" / "b.txt").write_bytes(b"")
+    (root / "elsewhere.txt").write_bytes(b"secret")
+    (root / "link.txt").symlink_to(root / "elsewhere.txt")
+    os.mkfifo(root / "fifo")
+    return root
+
+
+WANTED: list[digests.Wanted] = [
+    ("a.txt", None),
+    ("sub/b.txt", 10),
+    ("big.txt", 100),  # more than the limit: a digest of its first 101 bytes
+    ("link.txt", None),  # a symlink: never followed
+    ("fifo", None),  # never opened to wait on
+    ("sub", None),  # a folder
+    ("missing.txt", None),
+]
+
+
+def test_the_answers_are_what_the_run_would_read_itself(tmp_path: Path) -> None:
+    root = planted(tmp_path)
+    fd = folder(root)
+    try:
+        answers = digests.decode(digests.folder_of(fd), WANTED, digests.digest_all(fd, WANTED))
+        assert answers.of(fd) is answers
+        for name in ("a.txt", "sub/b.txt", "big.txt"):
+            info, digest = fs.digest_stat(name, dict(WANTED)[name], dir_fd=fd)
+            found = answers.get(name)
+            assert found is not None
+            assert found[1] == digest
+            keyed = ("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino")
+            assert [getattr(found[0], k) for k in keyed] == [getattr(info, k) for k in keyed]
+        assert answers.get("big.txt") != (None, fs.digest_stat("big.txt", dir_fd=fd)[1])
+        for name in ("link.txt", "fifo", "sub", "missing.txt", "not-wanted.txt"):
+            assert answers.get(name) is None
+        # answers of another folder are none of this one's
+        other = folder(tmp_path)
+        try:
+            assert answers.of(other) is digests.NONE
+        finally:
+            os.close(other)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"garbage", b"\x00" * 64 * (len(WANTED) - 1), b"\x00" * (64 * len(WANTED) + 1)],
+)
+def test_answers_that_are_not_one_per_file_are_none(data: bytes) -> None:
+    assert digests.decode((1, 2), WANTED, data) is digests.NONE
+    assert not digests.decode((1, 2), WANTED, data)
+
+
+def plan_of(*cell_ids: str) -> Any:
+    return SimpleNamespace(cells=[SimpleNamespace(cell_id=cell_id) for cell_id in cell_ids])
+
+
+def output_directory(tmp_path: Path) -> tuple[Path, int]:
+    """An output directory with a cells folder (open) and an export folder."""
+    out = tmp_path / "out"
+    cells = planted(out)
+    export = out / store.EXPORT_DIR / store.CELLS_DIR
+    export.mkdir(parents=True)
+    (export / "c1.json").write_bytes(b'{"cell": 1}')
+    (export / "c2.json").symlink_to(cells / "elsewhere.txt")
+    return out, folder(cells)
+
+
+def test_a_helper_digests_the_cells_and_the_export_beside_the_run(tmp_path: Path) -> None:
+    out, fd = output_directory(tmp_path)
+    helper = ahead.Ahead(out, plan_of("c1", "c2", "c3"))
+    try:
+        if ahead._cores() < 2:
+            pytest.skip("the helper runs only with a second core")
+        wait = helper.start(fd, lambda: WANTED)
+        answers = wait()
+        found = answers.get("a.txt")
+        assert found is not None and found[1] == fs.digest_stat("a.txt", dir_fd=fd)[1]
+        assert answers.get("link.txt") is None and answers.get("fifo") is None
+        exported = helper.export_answers()
+        export_fd = folder(out / "export" / "cells")
+        try:
+            assert exported.of(export_fd) is exported
+            assert exported.of(fd) is digests.NONE  # not the folder they are of
+            found = exported.get("c1.json")
+            assert found is not None and found[1] == fs.digest_stat("c1.json", dir_fd=export_fd)[1]
+            assert exported.get("c2.json") is None and exported.get("c3.json") is None
+        finally:
+            os.close(export_fd)
+    finally:
+        helper.close()
+        os.close(fd)
+    assert helper._child is None
+
+
+@pytest.fixture
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ahead, "_cores", lambda: 2)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import sys; sys.exit(1)",  # dies at once
+        "import sys; sys.stdin.buffer.read(); sys.stdout.buffer.write(b'xx')",  # no answers
+        "raise SystemExit(__import__('os').kill(__import__('os').getpid(), 9))",  # killed
+    ],
+)
+def test_a_helper_that_dies_or_answers_nothing_costs_nothing_but_the_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_cores: None, program: str
+) -> None:
+    monkeypatch.setattr(ahead, "_PROGRAM", program)
+    out, fd = output_directory(tmp_path)
+    helper = ahead.Ahead(out, plan_of("c1"))
+    try:
+        assert helper.start(fd, lambda: WANTED)() is digests.NONE
+        assert helper.export_answers() is digests.NONE
+    finally:
+        helper.close()
+        os.close(fd)
+
+
+def test_a_helper_that_hangs_is_stopped_at_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_cores: None
+) -> None:
+    monkeypatch.setattr(ahead, "_PROGRAM", "import time; time.sleep(600)")
+    monkeypatch.setattr(ahead, "_GRACE_SECONDS", 0.5)
+    out, fd = output_directory(tmp_path)
+    helper = ahead.Ahead(out, plan_of("c1"))
+    try:
+        wait = helper.start(fd, lambda: WANTED)
+        child = helper._child
+        started = time.monotonic()
+        assert wait() is digests.NONE
+        assert time.monotonic() - started < 30
+        assert child.poll() is not None  # stopped, and reaped
+    finally:
+        helper.close()
+        os.close(fd)
+
+
+def test_one_core_starts_no_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ahead, "_cores", lambda: 1)
+    out, fd = output_directory(tmp_path)
+    helper = ahead.Ahead(out, plan_of("c1"))
+    try:
+        assert helper.start(fd, lambda: WANTED)() is digests.NONE
+        assert helper._child is None
+    finally:
+        os.close(fd)
+
+
+def test_the_helper_gets_no_environment_and_none_of_the_runs_descriptors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-never-passed-on")
+    kept = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    os.set_inheritable(kept, True)  # even one a careless library left inheritable
+    passed = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    program = (
+        "import os, sys; sys.stdout.write(repr((dict(os.environ), sorted(map(int, "
+        "os.listdir('/proc/self/fd'))))))"
+    )
+    try:
+        child = proc.start_helper([sys.executable, "-I", "-S", "-c", program], [passed])
+        stdout, _ = child.communicate(b"", timeout=60)
+    finally:
+        os.close(kept)
+        os.close(passed)
+    environment, descriptors = ast.literal_eval(stdout.decode())
+    assert "ANTHROPIC_API_KEY" not in environment
+    assert not any("sk-ant" in value for value in environment.values())
+    assert passed in descriptors and kept not in descriptors
+
+
+# -- through the run --------------------------------------------------------------------
+
+
+def final_of(project: Project, coordinate: str) -> Path:
+    return project.cell_dir(coordinate) / "attempts" / "attempt-001" / "run" / "final.txt"
+
+
+def rewrite_keeping_size_and_mtime(path: Path, old: bytes, new: bytes) -> None:
+    info = path.stat()
+    data = path.read_bytes()
+    assert old in data and len(old) == len(new)
+    path.write_bytes(data.replace(old, new))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def test_a_copied_directory_with_one_output_edited_refuses_that_output(
+    finished_battery: Project,
+) -> None:
+    """The attack: the helper vouches for the copy's files; an output edited at its size and
+    mtime is still found by its bytes."""
+    settled(finished_battery)
+    restore_copy(finished_battery)
+    receipt = finished_battery.receipt("ok:agent:1")
+    rewrite_keeping_size_and_mtime(final_of(finished_battery, "ok:agent:1"), b"hello", b"hellO")
+    done = finished_battery.run()
+    assert done.returncode == 2, done.stderr
+    assert "output digest mismatch" in done.stderr
+    assert finished_battery.receipt("ok:agent:1") == receipt
+
+
+def test_a_copied_directory_with_one_exported_file_edited_exports_it_again(
+    finished_battery: Project,
+) -> None:
+    settled(finished_battery)
+    restore_copy(finished_battery)
+    cell_id = finished_battery.receipt("ok:agent:1")["cell_id"]
+    exported = finished_battery.out / "export" / "cells" / f"{cell_id}.json"
+    right = exported.read_bytes()
+    rewrite_keeping_size_and_mtime(exported, b'"accepted"', b'"rejected"')
+    before = mtimes(finished_battery.out)
+    assert finished_battery.run().returncode == 3
+    assert exported.read_bytes() == right
+    assert changed(before, mtimes(finished_battery.out)) == {f"export/cells/{cell_id}.json"}
+    assert finished_battery.states() == BATTERY_STATES
+
+
+def test_a_copied_directory_is_vouched_for_by_the_helper_not_read_again_here(
+    finished_battery: Project, monkeypatch: pytest.MonkeyPatch, two_cores: None
+) -> None:
+    """A resume of a copy reads no final.txt and no exported cell file in the run's own
+    process: the helper read them."""
+    settled(finished_battery)
+    restore_copy(finished_battery)
+    before = mtimes(finished_battery.out)
+    read: list[str] = []
+    for name in ("read_stat", "digest_stat", "read_regular"):
+        original = getattr(fs, name)
+
+        def spy(path: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            read.append(str(path))
+            return _original(path, *args, **kwargs)
+
+        monkeypatch.setattr(fs, name, spy)
+    session = opened(finished_battery)
+    assert session.ahead is not None and session.ahead._jobs, "no helper was started"
+    engine = Engine(session)
+    assert engine.chosen.untouched
+    assert engine.finish() is None
+    assert not [path for path in read if path.endswith("final.txt")]
+    assert not [path for path in read if re.fullmatch(r"[0-9a-f]{64}\.json", path)]
+    assert session.ahead._child is None  # closed with the run
+    assert changed(before, mtimes(finished_battery.out)) == set()
+    assert json.loads((finished_battery.out / "summary.json").read_text())
