@@ -9,8 +9,11 @@ import ast
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
+from array import array
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -43,33 +46,50 @@ def planted(tmp_path: Path) -> Path:
     return root
 
 
-WANTED: list[digests.Wanted] = [
-    ("a.txt", None),
+# (name, limit): each is its own key
+WANTED: list[tuple[str, int]] = [
+    ("a.txt", -1),
     ("sub/b.txt", 10),
     ("big.txt", 100),  # more than the limit: a digest of its first 101 bytes
-    ("link.txt", None),  # a symlink: never followed
-    ("fifo", None),  # never opened to wait on
-    ("sub", None),  # a folder
-    ("missing.txt", None),
+    ("link.txt", -1),  # a symlink: never followed
+    ("fifo", -1),  # never opened to wait on
+    ("sub", -1),  # a folder
+    ("missing.txt", -1),
 ]
+
+
+def job_of(fd: int, wanted: list[tuple[str, int]] = WANTED) -> digests.Job:
+    keys = [name for name, _ in wanted]
+    tags = array("q", range(len(keys)))  # (each key's own tag)
+    limits = array("q", [limit for _, limit in wanted])
+    return digests.Job(fd, keys, tags, limits, lambda key, _: key)
+
+
+def helper_output(job: digests.Job) -> bytes:
+    numbers, found = digests.digest_all(job.folder_fd, job.wanted(0, len(job.keys)))
+    return numbers + found
 
 
 def test_the_answers_are_what_the_run_would_read_itself(tmp_path: Path) -> None:
     root = planted(tmp_path)
     fd = folder(root)
     try:
-        answers = digests.decode(digests.folder_of(fd), WANTED, digests.digest_all(fd, WANTED))
+        job = job_of(fd)
+        answers = digests.decode(digests.folder_of(fd), job, helper_output(job))
         assert answers.of(fd) is answers
-        for name in ("a.txt", "sub/b.txt", "big.txt"):
-            info, digest = fs.digest_stat(name, dict(WANTED)[name], dir_fd=fd)
-            found = answers.get(name)
+        for tag, (name, limit) in enumerate(WANTED[:3]):
+            info, digest = fs.digest_stat(name, limit if limit >= 0 else None, dir_fd=fd)
+            found = answers.get(name, tag)
             assert found is not None
             assert found[1] == digest
             keyed = ("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino")
             assert [getattr(found[0], k) for k in keyed] == [getattr(info, k) for k in keyed]
-        assert answers.get("big.txt") != (None, fs.digest_stat("big.txt", dir_fd=fd)[1])
-        for name in ("link.txt", "fifo", "sub", "missing.txt", "not-wanted.txt"):
-            assert answers.get(name) is None
+            assert answers.get(name, tag + 1) is None  # another attempt's file: no answer
+        big = answers.get("big.txt", 2)
+        assert big is not None and big[1] != fs.digest_stat("big.txt", dir_fd=fd)[1]
+        for tag, (name, _) in enumerate(WANTED[3:], start=3):
+            assert answers.get(name, tag) is None
+        assert answers.get("not-wanted.txt") is None
         # answers of another folder are none of this one's
         other = folder(tmp_path)
         try:
@@ -80,13 +100,46 @@ def test_the_answers_are_what_the_run_would_read_itself(tmp_path: Path) -> None:
         os.close(fd)
 
 
+def test_a_long_list_is_written_and_read_a_chunk_at_a_time(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    wanted = []
+    for number in range(10_000):
+        (root / f"{number}.txt").write_text(str(number))
+        wanted.append((f"{number}.txt", -1))
+    fd = folder(root)
+    try:
+        job = job_of(fd, wanted)
+        with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as out:
+            job.write(out.fileno(), given)
+            given.flush()
+            given.seek(0)
+            env = {"PYTHONPATH": str(Path(digests.__file__).resolve().parents[2])}
+            program = f"from brigade.outdir.digests import main; main({given.fileno()})"
+            done = subprocess.run(
+                [sys.executable, "-c", program],
+                input=b"", capture_output=True, pass_fds=(fd, given.fileno(), out.fileno()),
+                env=env, timeout=120, check=True,
+            )  # fmt: skip
+            assert done.stdout == b"\x00"
+            data = os.pread(out.fileno(), os.fstat(out.fileno()).st_size, 0)
+        answers = digests.decode(digests.folder_of(fd), job, data)
+        for number in (0, 4095, 4096, 9999):
+            found = answers.get(f"{number}.txt", number)
+            assert found is not None
+            assert found[1] == fs.digest_stat(f"{number}.txt", dir_fd=fd)[1]
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.parametrize(
     "data",
     [b"", b"garbage", b"\x00" * 64 * (len(WANTED) - 1), b"\x00" * (64 * len(WANTED) + 1)],
 )
 def test_answers_that_are_not_one_per_file_are_none(data: bytes) -> None:
-    assert digests.decode((1, 2), WANTED, data) is digests.NONE
-    assert not digests.decode((1, 2), WANTED, data)
+    job = job_of(-1)
+    assert digests.decode((1, 2), job, data) is digests.NONE
+    assert not digests.decode((1, 2), job, data)
 
 
 def plan_of(*cell_ids: str) -> Any:
@@ -110,19 +163,20 @@ def test_a_helper_digests_the_cells_and_the_export_beside_the_run(tmp_path: Path
     try:
         if ahead._cores() < 2:
             pytest.skip("the helper runs only with a second core")
-        wait = helper.start(fd, lambda: WANTED)
+        wait = helper.start(fd, lambda: job_of(fd))
         answers = wait()
-        found = answers.get("a.txt")
+        found = answers.get("a.txt", 0)
         assert found is not None and found[1] == fs.digest_stat("a.txt", dir_fd=fd)[1]
-        assert answers.get("link.txt") is None and answers.get("fifo") is None
+        assert answers.get("link.txt", 3) is None and answers.get("fifo", 4) is None
+        assert helper.answers(0) is digests.NONE  # taken once
         exported = helper.export_answers()
         export_fd = folder(out / "export" / "cells")
         try:
             assert exported.of(export_fd) is exported
             assert exported.of(fd) is digests.NONE  # not the folder they are of
-            found = exported.get("c1.json")
+            found = exported.get("c1")
             assert found is not None and found[1] == fs.digest_stat("c1.json", dir_fd=export_fd)[1]
-            assert exported.get("c2.json") is None and exported.get("c3.json") is None
+            assert exported.get("c2") is None and exported.get("c3") is None
         finally:
             os.close(export_fd)
     finally:
@@ -151,7 +205,7 @@ def test_a_helper_that_dies_or_answers_nothing_costs_nothing_but_the_reads(
     out, fd = output_directory(tmp_path)
     helper = ahead.Ahead(out, plan_of("c1"))
     try:
-        assert helper.start(fd, lambda: WANTED)() is digests.NONE
+        assert helper.start(fd, lambda: job_of(fd))() is digests.NONE
         assert helper.export_answers() is digests.NONE
     finally:
         helper.close()
@@ -166,7 +220,7 @@ def test_a_helper_that_hangs_is_stopped_at_its_deadline(
     out, fd = output_directory(tmp_path)
     helper = ahead.Ahead(out, plan_of("c1"))
     try:
-        wait = helper.start(fd, lambda: WANTED)
+        wait = helper.start(fd, lambda: job_of(fd))
         child = helper._child
         started = time.monotonic()
         assert wait() is digests.NONE
@@ -182,7 +236,7 @@ def test_one_core_starts_no_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     out, fd = output_directory(tmp_path)
     helper = ahead.Ahead(out, plan_of("c1"))
     try:
-        assert helper.start(fd, lambda: WANTED)() is digests.NONE
+        assert helper.start(fd, lambda: job_of(fd))() is digests.NONE
         assert helper._child is None
     finally:
         os.close(fd)

@@ -380,7 +380,7 @@ def export(
                     cells_fd,
                     None if moved is None else here(f"{dest_name}/{name}"),
                     eager=eager,
-                    known=known.get(exported) if known else None,
+                    known=known.get(cell_id) if known else None,
                 )
                 == stamp
             ):

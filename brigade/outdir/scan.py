@@ -11,8 +11,10 @@ final.txt while their index entries vouch for them (outdir/caches).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from brigade import fs
@@ -56,7 +58,7 @@ class Scan:
 
 # starts a helper digesting files of an open folder (their names and size limits, made
 # while it starts); returns the wait for its answers
-Ahead = Callable[[int, Callable[[], Sequence[digests.Wanted]]], Callable[[], digests.Answers]]
+Ahead = Callable[[int, Callable[[], digests.Job]], Callable[[], digests.Answers]]
 
 _FAULTED = frozenset({"adapter_error", "execution_error"})
 
@@ -89,7 +91,8 @@ def scan(
         outputs = _Outputs(out, eager)
         if eager and ahead is not None and cells_fd is not None:
             # the final.txt files the receipts recorded are read by a helper meanwhile
-            outputs.wait = ahead(cells_fd, lambda: outputs.wanted(plan, present, index))
+            wanted = partial(outputs.wanted, plan, present, index, cells_fd)
+            outputs.wait = ahead(cells_fd, wanted)
         for cell in plan.cells:
             cell_id = cell.cell_id
             if cell_id in present:
@@ -224,12 +227,13 @@ class _Outputs:
         return self.index
 
     def wanted(
-        self, plan: Plan, present: set[str], receipts: caches.Sidecar
-    ) -> list[digests.Wanted]:
+        self, plan: Plan, present: set[str], receipts: caches.Sidecar, fd: int
+    ) -> digests.Job:
         """The final.txt of every graded cell as the receipt index recorded it, with the size
         the output index recorded (a cell whose receipt changed since reads its own)."""
         index = self._index()
-        wanted: list[digests.Wanted] = []
+        keys: list[str] = []
+        attempts, limits = array("q"), array("q")
         for cell in plan.cells:
             cell_id = cell.cell_id
             entry = receipts.entries.get(cell_id)
@@ -243,8 +247,10 @@ class _Outputs:
                 continue
             receipts.parsed(cell_id, view, view.digest)  # parsed once per process
             if view.state in GRADED and view.output_digest and view.attempt is not None:
-                wanted.append((final_name(cell_id, view.attempt), size))
-        return wanted
+                keys.append(cell_id)
+                attempts.append(view.attempt)
+                limits.append(size)
+        return digests.Job(fd, keys, attempts, limits, final_name)
 
     def intact(self, cell_id: str, receipt: ReceiptView | None, cells_fd: int | None) -> bool:
         """output_intact, with this scan's output index (and a helper's answers)."""
@@ -291,7 +297,7 @@ def output_intact(
     relative = final_name(cell_id, attempt)
     final = f"{out}/{store.CELLS_DIR}/{relative}"
     info: os.stat_result | None
-    if answers and (known := answers.get(relative)) is not None:
+    if answers and (known := answers.get(cell_id, attempt)) is not None:
         info, hexdigest = known
         if "sha256:" + hexdigest == expected:  # (only a match is taken: else it is read here)
             index.record(cell_id, info, expected)

@@ -15,13 +15,13 @@ directory (`engine/session.open_session`).
 
 from __future__ import annotations
 
-import marshal
 import os
 import select
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,13 +55,13 @@ class Ahead:
         self.plan = plan
         self._child: Any = None
         self._files: list[IO[bytes]] = []  # where the helper writes each job's answers
-        self._jobs: list[tuple[tuple[int, int], list[digests.Wanted]]] = []
+        self._jobs: list[tuple[tuple[int, int], digests.Job]] = []
         self._done = 0  # jobs the helper has answered (the bytes it wrote to its stdout)
         self._deadline = 0.0
-        self._taken: dict[int, digests.Answers] = {}
+        self._taken: set[int] = set()  # jobs whose answers were taken
 
     def start(
-        self, cells_fd: int, wanted: Callable[[], Sequence[digests.Wanted]]
+        self, cells_fd: int, wanted: Callable[[], digests.Job]
     ) -> Callable[[], digests.Answers]:
         """Start the helper on files of the open cells folder (`wanted`, made while it
         starts) and on the exported cell files; the wait for the cells folder's answers."""
@@ -79,19 +79,19 @@ class Ahead:
             self._child = proc.start_helper([sys.executable, "-I", "-S", "-c", program], passed)
             # what to read is made while the helper starts; the end of its stdin tells it
             # to read them (nothing waits on a helper that does not)
-            jobs: list[tuple[int, list[digests.Wanted]]] = [(cells_fd, list(wanted()))]
+            jobs = [wanted()]
             if export_fd is not None:
-                limit: int | None = jsontext.MAX_BYTES
-                cells = self.plan.cells
-                jobs.append((export_fd, [(f"{cell.cell_id}.json", limit) for cell in cells]))
-            spec = []
-            for (folder_fd, names), handle in zip(jobs, answers, strict=False):
-                self._jobs.append((digests.folder_of(folder_fd), names))
-                spec.append((folder_fd, handle.fileno(), names))
-            files = sum(len(names) for _, names in jobs)
-            self._deadline = time.monotonic() + _GRACE_SECONDS + files * _SECONDS_PER_FILE
-            given.write(marshal.dumps(spec))
+                ids = [cell.cell_id for cell in self.plan.cells]
+                none = array("q", bytes(8 * len(ids)))
+                limits = array("q", [jsontext.MAX_BYTES]) * len(ids)
+                jobs.append(digests.Job(export_fd, ids, none, limits, _exported))
+            for job, handle in zip(jobs, answers, strict=False):
+                self._jobs.append((digests.folder_of(job.folder_fd), job))
+                job.write(handle.fileno(), given)
             given.flush()
+            given.seek(0)  # (the helper reads from where this file is: one description)
+            files = sum(len(job.keys) for job in jobs)
+            self._deadline = time.monotonic() + _GRACE_SECONDS + files * _SECONDS_PER_FILE
             self._child.stdin.close()
         except (OSError, ValueError):  # (no helper, or it ended at once: read here)
             self.close()
@@ -105,18 +105,17 @@ class Ahead:
 
     def answers(self, job: int) -> digests.Answers:
         """A job's answers, once the helper has written them (none when it was not started,
-        ended without them, or took too long: then it is stopped)."""
-        if job in self._taken:
-            return self._taken[job]
-        found = digests.NONE
-        if self._child is not None and job < len(self._jobs) and self._wait(job):
-            folder, wanted = self._jobs[job]
-            answers = self._files[job]
-            data = os.pread(answers.fileno(), os.fstat(answers.fileno()).st_size, 0)
-            found = digests.decode(folder, wanted, data)
-            self._jobs[job] = (folder, [])  # (its names are the answers' now)
-        self._taken[job] = found
-        return found
+        ended without them, or took too long: then it is stopped). Taken once: the run
+        holds them as long as it needs them, and no longer."""
+        if self._child is None or job >= len(self._jobs) or job in self._taken:
+            return digests.NONE
+        self._taken.add(job)
+        if not self._wait(job):
+            return digests.NONE
+        folder, wanted = self._jobs[job]
+        answers = self._files[job]
+        data = os.pread(answers.fileno(), os.fstat(answers.fileno()).st_size, 0)
+        return digests.decode(folder, wanted, data)
 
     def export_answers(self) -> digests.Answers:
         """The answers for the exported cell files (none when they were not asked for)."""
@@ -152,6 +151,11 @@ class Ahead:
         for handle in self._files:
             handle.close()
         self._files = []
+
+
+def _exported(cell_id: str, _: int) -> str:
+    """An exported cell file's name in the export's cells folder."""
+    return f"{cell_id}.json"
 
 
 def _open_folder(path: Path) -> int | None:
