@@ -106,7 +106,7 @@ def run(options: Options) -> int:
     inputs = load_inputs(options.manifest, options.roster, options.workspace)
     # hold the lock before scanning, so the scan sees a quiet output directory
     with locked(checked_output(options, inputs[0]), wait=options.wait):
-        return Engine(open_session(options, inputs)).run()
+        return Engine(open_session(options, inputs, finishing=True)).run()
 
 
 class Engine:

@@ -267,8 +267,17 @@ _SCHEDULER_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 
 
 @_long_lived()
-def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None = None) -> Session:
-    """Load (unless `inputs` are given), plan, scan the output directory; decide every cell."""
+def open_session(
+    options: Options,
+    inputs: tuple[Manifest, Roster, str] | None = None,
+    *,
+    finishing: bool = False,
+) -> Session:
+    """Load (unless `inputs` are given), plan, scan the output directory; decide every cell.
+
+    `finishing`: a run that holds the output directory's lock and ends in
+    `Engine.finish`, which closes the helper that digests a copied directory's outputs
+    beside the scan (run/ahead; a listing starts none)."""
     manifest, roster, label = inputs or load_inputs(
         options.manifest, options.roster, options.workspace
     )
@@ -292,38 +301,48 @@ def open_session(options: Options, inputs: tuple[Manifest, Roster, str] | None =
     )
     plan = on_disk.plan
     # a copied directory's outputs are digested beside the scan (run/ahead)
-    ahead = Ahead(out, plan)
-    scanned = scan(out, plan, retry_transient=options.retry_transient, ahead=ahead.start)
-    ctx = RunContext(
-        out=out,
-        workspace=workspace,
-        manifest_dir=manifest.directory,
-        manifest_digest=manifest.digest,
-        retry_transient=options.retry_transient,
-        seats=roster.seats,
-        roster_dir=str(roster.path.resolve().parent),
-        command_timeout=roster.command_timeout_seconds,
-        prices=plan.prices,
-        sandbox=options.sandbox,
-        budget=spending_cap(options.max_cost, manifest, roster),
-        secret_env=plan.secret_env,
-        manifest=manifest.path,
-        unseen=battery_unseen(
-            {id(case.graders): case.graders for case in manifest.cases}.values(),
-            manifest.directory,
-            manifest.path,
-        ),
-    )
-    inputs_ = Inputs(
-        options=options,
-        manifest=manifest,
-        roster=roster,
-        roster_label=label,
-        workspace=workspace,
-        out=out,
-        executor=executor,
-        warnings=tuple(grader_warnings(manifest, roster)),
-    )
+    ahead = Ahead(out, plan) if finishing else None
+    try:
+        scanned = scan(
+            out,
+            plan,
+            retry_transient=options.retry_transient,
+            ahead=ahead.start if ahead is not None else None,
+        )
+        ctx = RunContext(
+            out=out,
+            workspace=workspace,
+            manifest_dir=manifest.directory,
+            manifest_digest=manifest.digest,
+            retry_transient=options.retry_transient,
+            seats=roster.seats,
+            roster_dir=str(roster.path.resolve().parent),
+            command_timeout=roster.command_timeout_seconds,
+            prices=plan.prices,
+            sandbox=options.sandbox,
+            budget=spending_cap(options.max_cost, manifest, roster),
+            secret_env=plan.secret_env,
+            manifest=manifest.path,
+            unseen=battery_unseen(
+                {id(case.graders): case.graders for case in manifest.cases}.values(),
+                manifest.directory,
+                manifest.path,
+            ),
+        )
+        inputs_ = Inputs(
+            options=options,
+            manifest=manifest,
+            roster=roster,
+            roster_label=label,
+            workspace=workspace,
+            out=out,
+            executor=executor,
+            warnings=tuple(grader_warnings(manifest, roster)),
+        )
+    except BaseException:
+        if ahead is not None:
+            ahead.close()
+        raise
     return Session(
         inputs=inputs_, planned=on_disk, scan=scanned, ctx=ctx, counts=counts, ahead=ahead
     )

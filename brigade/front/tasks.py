@@ -536,7 +536,8 @@ def _namespace_for(options: Options, invocation: Invocation, *, here: Path | Non
             # plain doit may be listing: a lock that nothing used (no run released it) goes
             # with what taking it made (`doit list` in a fresh project leaves no folder)
             atexit.register(lock.discard_refused)
-    session = open_session(options, inputs)
+    # (a listing takes no lock and finishes nothing: no helper reads ahead for it)
+    session = open_session(options, inputs, finishing=invocation.writes())
     if invocation.known:
         named = names.resolve(
             invocation.args,

@@ -135,6 +135,9 @@ def digest_all(folder_fd: int, wanted: Sequence[Wanted]) -> tuple[bytes, bytes]:
         try:
             info, digest = fs.digest_stat(name, limit, dir_fd=folder_fd)
         except OSError:
+            info = None
+        # a file past its limit was digested in part: that digest must answer nothing
+        if info is None or (limit is not None and info.st_size > limit):
             numbers.extend((-1, 0, 0, 0))
             found += missing
             continue

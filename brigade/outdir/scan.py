@@ -60,6 +60,9 @@ class Scan:
 # while it starts); returns the wait for its answers
 Ahead = Callable[[int, Callable[[], digests.Job]], Callable[[], digests.Answers]]
 
+# what an array of signed 64-bit numbers holds
+_LIMIT = 1 << 63
+
 _FAULTED = frozenset({"adapter_error", "execution_error"})
 
 
@@ -246,9 +249,16 @@ class _Outputs:
             if view is None:
                 continue
             receipts.parsed(cell_id, view, view.digest)  # parsed once per process
-            if view.state in GRADED and view.output_digest and view.attempt is not None:
+            attempt = view.attempt
+            if (
+                view.state in GRADED
+                and view.output_digest
+                and attempt is not None
+                and 0 <= attempt < _LIMIT
+                and size < _LIMIT  # (a planted cache's number fits no array: read here)
+            ):
                 keys.append(cell_id)
-                attempts.append(view.attempt)
+                attempts.append(attempt)
                 limits.append(size)
         return digests.Job(fd, keys, attempts, limits, final_name)
 

@@ -93,7 +93,7 @@ class Ahead:
             files = sum(len(job.keys) for job in jobs)
             self._deadline = time.monotonic() + _GRACE_SECONDS + files * _SECONDS_PER_FILE
             self._child.stdin.close()
-        except (OSError, ValueError):  # (no helper, or it ended at once: read here)
+        except (OSError, ValueError, OverflowError):  # (no helper, or it ended: read here)
             self.close()
         except BaseException:
             self.close()
