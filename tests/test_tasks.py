@@ -217,11 +217,13 @@ def test_the_dodo_locks_before_reading_unless_the_command_only_reads(
         "workspace": str(finished_battery.workspace),
     }
     seen: list[bool] = []
+    finishing: list[bool] = []  # whether the session may digest a copy ahead (run/ahead)
     original = tasks.open_session
 
-    def opened(options: Options, inputs: object = None) -> Session:
+    def opened(options: Options, inputs: object = None, **given: bool) -> Session:
         seen.append(lock.held(finished_battery.out))
-        return original(options, inputs)  # type: ignore[arg-type]
+        finishing.append(given.get("finishing", False))
+        return original(options, inputs, **given)  # type: ignore[arg-type]
 
     monkeypatch.setattr(tasks, "open_session", opened)
     tasks.dodo_namespace(variables, tasks.Invocation(command="list"))
@@ -234,6 +236,7 @@ def test_the_dodo_locks_before_reading_unless_the_command_only_reads(
     finally:
         lock.release(finished_battery.out)
     assert seen == [False, True, True]
+    assert finishing == seen  # a listing reads nothing ahead without the lock
 
 
 def test_plain_doit_variables_are_read_through_get_var(monkeypatch: pytest.MonkeyPatch) -> None:
